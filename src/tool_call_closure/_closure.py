@@ -1,0 +1,278 @@
+"""The public API: :class:`ToolCallClosure` and its factory.
+
+Theory of operation
+-------------------
+Every method is a thin shell: it puts its arguments into a
+:class:`~._machine.Context` and asks the compiled table to run the operation
+(:meth:`~._machine.Machine.run`).  Legality, precedence and state changes are
+decided by ``spec/machine.json``; the meaning of each step lives in
+:mod:`._semantics`.
+
+Threading model.  Each instance owns one ``threading.Lock``.  Every operation
+is atomic: its decision and its commit happen under the lock, in one
+acquisition.  Caller code — ``__str__``, properties, ``__json__`` hooks,
+custom mappings — runs only in the unlocked ``prepare`` and ``normalize``
+phases, so it can call back into the closure without deadlocking.  Another
+thread's operation that lands while this one runs caller code is treated
+exactly like a nested operation: the recheck sees it, and the first terminal
+result wins.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Final, final
+
+from ._absent import ABSENT
+from ._ecma import json_stringify, truncate_utf8
+from ._errors import spec_error
+from ._machine import MACHINE, Context, Machine, Run
+from ._table import TABLE
+from ._values import BatchHandle, BeginResult, Rejection, SettlementResult, Snapshot
+
+__all__ = ["Limits", "ToolCallClosure", "create_tool_call_closure", "to_json"]
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The validated limits of one instance (see the options table in ``spec/machine.json``)."""
+
+    max_calls: int
+    max_diagnostics: int
+    max_result_bytes: int
+    max_message_bytes: int
+    max_id_bytes: int
+    max_name_bytes: int
+    max_code_bytes: int
+
+
+def _limit(value: object, name: str, default: int) -> int:
+    """OPT-3/OPT-4: ``None`` means the default; otherwise an int in 1..2**53-1 (bool excluded)."""
+    if value is None:
+        return default
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        number = int.__index__(value)
+        if 1 <= number <= MAX_SAFE_INTEGER:
+            return number
+    raise spec_error("option_invalid", option=name)
+
+
+@final
+class ToolCallClosure:
+    """Gives every announced tool call exactly one terminal outcome.
+
+    ``begin`` announces a generation of calls and returns its handle;
+    ``settle`` (or ``succeed``/``fail``/``cancel``) records each real result
+    once; ``close`` gives every call still pending an explicit synthetic error
+    or cancellation; ``seal`` closes a generation whose calls all reported.
+    Results for an older generation, a look-alike handle or an already settled
+    call are *rejected*, never applied.  Closed snapshots export to OpenAI
+    Chat Completions, OpenAI Responses and Anthropic Messages payloads.
+
+    Limits are keyword-only; ``None`` means the default.  Every limit must be
+    an ``int`` in 1..2**53-1.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_diagnostics",
+        "_generation",
+        "_limits",
+        "_lock",
+        "_machine",
+        "_registry",
+        "_run",
+        "_superseded_message",
+    )
+
+    def __init__(
+        self,
+        *,
+        max_calls: int | None = 1000,
+        max_diagnostics: int | None = 100,
+        max_result_bytes: int | None = 1_048_576,
+        max_message_bytes: int | None = 4096,
+        max_id_bytes: int | None = 512,
+        max_name_bytes: int | None = 512,
+        max_code_bytes: int | None = 128,
+    ) -> None:
+        given = {
+            "max_calls": max_calls,
+            "max_diagnostics": max_diagnostics,
+            "max_result_bytes": max_result_bytes,
+            "max_message_bytes": max_message_bytes,
+            "max_id_bytes": max_id_bytes,
+            "max_name_bytes": max_name_bytes,
+            "max_code_bytes": max_code_bytes,
+        }
+        # Validated in the table's order; the first invalid one raises (OPT-5).
+        limits = {o.python: _limit(given[o.python], o.id, o.default) for o in TABLE.options}
+        self._limits = Limits(**limits)
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._run: Run | None = None
+        self._diagnostics: list[Rejection] = []
+        # id(snapshot) -> snapshot, weakly: exports accept exactly the objects this instance produced.
+        self._registry: weakref.WeakValueDictionary[int, Snapshot] = weakref.WeakValueDictionary()
+        self._use_machine(MACHINE)
+
+    def _use_machine(self, machine: Machine) -> None:
+        self._machine = machine
+        self._superseded_message = truncate_utf8(
+            machine.table.texts["superseded_message"], self._limits.max_message_bytes
+        )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("ToolCallClosure is final and cannot be subclassed")
+
+    def __repr__(self) -> str:
+        run = self._run
+        state = "none" if run is None else f"generation {run.generation} {run.state}"
+        return f"<ToolCallClosure {state}>"
+
+    @property
+    def limits(self) -> Limits:
+        """The limits this instance was created with."""
+        return self._limits
+
+    @property
+    def active_generation(self) -> int | None:
+        """The generation of the most recent successful ``begin`` (``None`` before the first)."""
+        result: int | None = self._machine.run("active_generation", Context(self, "active_generation"))
+        return result
+
+    def begin(self, calls: Any) -> BeginResult:
+        """Announce a new generation of calls (a list or tuple of ``{"id", "name"}`` mappings).
+
+        An open generation is closed first, its pending calls cancelled with
+        code ``superseded``; its final snapshot is the result's ``superseded``.
+        Raises :class:`~.UsageError` or :class:`~.LimitError` for invalid
+        calls, changing nothing.
+        """
+        ctx = Context(self, "begin")
+        ctx.calls_arg = calls
+        ctx.start_generation = self._generation
+        result: BeginResult = self._machine.run("begin", ctx)
+        return result
+
+    def settle(self, handle: Any, call_id: Any, outcome: Any) -> SettlementResult:
+        """Record the terminal outcome of ``call_id``: ``{"status": "success", "content": …}`` or
+        ``{"status": "error" | "cancelled", "code"?: str, "message"?: …}``.
+
+        Returns :class:`~.Accepted` once per call; a stale handle, a closed
+        generation, an unknown id or a second settlement returns a
+        :class:`~.Rejection` and changes nothing (apart from recording it as a
+        diagnostic).  Invalid arguments raise for a current, open, pending call.
+        """
+        ctx = Context(self, "settle")
+        ctx.handle = handle
+        ctx.call_id = call_id
+        ctx.outcome = outcome
+        result: SettlementResult = self._machine.run("settle", ctx)
+        return result
+
+    def succeed(self, handle: Any, call_id: Any, content: Any = ABSENT) -> SettlementResult:
+        """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
+        ctx = Context(self, "succeed")
+        ctx.handle = handle
+        ctx.call_id = call_id
+        ctx.fixed_status = "success"
+        ctx.content = content
+        result: SettlementResult = self._machine.run("settle", ctx)
+        return result
+
+    def fail(self, handle: Any, call_id: Any, error: Any = ABSENT, code: Any = None) -> SettlementResult:
+        """``settle`` with status error; an exception contributes its text, never its traceback."""
+        ctx = Context(self, "fail")
+        ctx.handle = handle
+        ctx.call_id = call_id
+        ctx.fixed_status = "error"
+        ctx.message = error
+        ctx.message_is_error = True
+        ctx.code = code
+        ctx.default_code = self._machine.table.texts["fail_code"]
+        result: SettlementResult = self._machine.run("settle", ctx)
+        return result
+
+    def cancel(self, handle: Any, call_id: Any, message: Any = None, code: Any = None) -> SettlementResult:
+        """``settle`` with status cancelled."""
+        ctx = Context(self, "cancel")
+        ctx.handle = handle
+        ctx.call_id = call_id
+        ctx.fixed_status = "cancelled"
+        ctx.message = message
+        ctx.code = code
+        ctx.default_code = self._machine.table.texts["cancel_code"]
+        result: SettlementResult = self._machine.run("settle", ctx)
+        return result
+
+    def close(self, handle: Any, reason: Any = None) -> Snapshot | Rejection:
+        """Close the current generation: every pending call gets a synthetic outcome.
+
+        ``reason`` is ``{"status": "error" | "cancelled", "code"?, "message"?,
+        "sideEffectState"?: "unknown" | "not_started"}`` (``side_effect_state``
+        is accepted too); every field is optional.  Idempotent: on a closed
+        generation it returns a fresh snapshot without reading ``reason``.
+        """
+        ctx = Context(self, "close")
+        ctx.handle = handle
+        ctx.reason = reason
+        result: Snapshot | Rejection = self._machine.run("close", ctx)
+        return result
+
+    def seal(self, handle: Any) -> Snapshot | Rejection:
+        """Close a generation whose calls were all reported (``pending_calls`` rejection otherwise)."""
+        ctx = Context(self, "seal")
+        ctx.handle = handle
+        result: Snapshot | Rejection = self._machine.run("seal", ctx)
+        return result
+
+    def snapshot(self) -> Snapshot | None:
+        """An immutable view of the current generation (``None`` before the first ``begin``)."""
+        result: Snapshot | None = self._machine.run("snapshot", Context(self, "snapshot"))
+        return result
+
+    def to_openai_chat_completions(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+        """``[{"role": "tool", "tool_call_id", "content"}]`` for a closed snapshot (default: a fresh one)."""
+        return self._export("to_openai_chat_completions", snapshot)
+
+    def to_openai_responses(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+        """``[{"type": "function_call_output", "call_id", "output"}]`` for a closed snapshot."""
+        return self._export("to_openai_responses", snapshot)
+
+    def to_anthropic_tool_results(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+        """``[{"type": "tool_result", "tool_use_id", "content", "is_error"?}]`` for a closed snapshot."""
+        return self._export("to_anthropic_tool_results", snapshot)
+
+    def _export(self, method: str, snapshot: Any) -> list[dict[str, Any]]:
+        ctx = Context(self, method)
+        ctx.snapshot_arg = snapshot
+        result: list[dict[str, Any]] = self._machine.run("export", ctx)
+        return result
+
+
+def create_tool_call_closure(**options: Any) -> ToolCallClosure:
+    """``ToolCallClosure(**options)``."""
+    return ToolCallClosure(**options)
+
+
+def to_json(value: object) -> str:
+    """The canonical JSON text of any value the closure returns (or any JSON-compatible value).
+
+    Identical to the original's ``JSON.stringify`` of the same value: camelCase
+    keys in the original's order, a handle as ``{"generation": n}``,
+    ECMAScript number formatting.
+    """
+    return json_stringify(value)
+
+
+def _closure_with_machine(machine: Machine, **options: Any) -> ToolCallClosure:
+    """A closure driven by another compiled table (for table experiments and tests)."""
+    closure = ToolCallClosure(**options)
+    closure._use_machine(machine)
+    return closure

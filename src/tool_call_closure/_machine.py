@@ -1,0 +1,322 @@
+"""The generic interpreter: compiles the table once and runs operations by it.
+
+Theory of operation
+-------------------
+An operation (``begin``, ``settle``, ``close`` …) is a fixed sequence of
+*phases* declared by the table.  In each phase the interpreter looks up the
+rows of (operation, phase, current run state) and fires the first whose guard
+holds (a row without a guard always holds):
+
+* its effects run, in order;
+* its ``to`` moves the current generation to a new run state;
+* its ``result`` ends the operation — *reject* (return a :class:`Rejection`
+  and record it as a diagnostic), *raise* (a spec error) or *return* (a named
+  value such as the snapshot).  A row without a result moves on to the next
+  phase.
+
+When no row fires the operation moves on; when the last phase ends with no
+result the operation takes the table's default (it raises
+``illegal_transition`` and changes nothing).  The current state is read again
+at every phase, because caller code in an unlocked phase may have changed it:
+that is how a nested close or a newer generation "wins" (catalogue §13).
+
+Locking.  Phases marked ``locked`` run while holding the instance's lock;
+consecutive locked phases share one acquisition, so a recheck and its commit
+are atomic.  Unlocked phases (``prepare``, ``normalize``) are where caller code
+runs — ``__str__``, properties, ``__json__`` hooks — so caller code never runs
+while the lock is held, and a hook that calls back into the closure cannot
+deadlock.  Nothing in a locked phase calls caller code.
+
+Nothing here knows what a guard or an effect *means*: the names are bound to
+functions from :mod:`._semantics` when the table is compiled.  Compilation
+refuses a table that names a guard, effect or result with no implementation,
+or an implementation the table never names.  No per-state branching lives in
+code: legality is decided by the table alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from ._absent import ABSENT
+from ._errors import TableError, spec_error
+from ._table import TABLE, Row, Table
+from ._values import BatchHandle, CallSnapshot, CloseReason, Rejection, Settlement, Snapshot
+
+if TYPE_CHECKING:
+    from ._closure import ToolCallClosure
+
+__all__ = ["MACHINE", "Context", "Machine", "Run"]
+
+
+class Run:
+    """The mutable record of the current generation (never handed out)."""
+
+    __slots__ = ("calls", "close_reason", "generation", "handle", "index", "pending", "state")
+
+    def __init__(self, generation: int, handle: BatchHandle, calls: list[CallSnapshot], index: dict[str, int]) -> None:
+        self.generation = generation
+        self.handle = handle
+        self.state = ""  # set by the row that installs the run
+        self.calls = calls  # CallSnapshot records, replaced (never mutated) when a call settles
+        self.index = index  # call id -> position in calls
+        self.pending = len(calls)  # number of calls in the initial call state
+        self.close_reason: CloseReason | None = None
+
+
+class Context:
+    """Scratch space of one operation: its arguments and what its phases computed."""
+
+    __slots__ = (
+        "call_id",
+        "call_pos",
+        "calls_arg",
+        "close_reason",
+        "closure",
+        "code",
+        "content",
+        "default_code",
+        "fixed_status",
+        "handle",
+        "message",
+        "message_is_error",
+        "method",
+        "outcome",
+        "payload",
+        "preview",
+        "reason",
+        "reject_generation",
+        "run",
+        "settlement",
+        "snapshot_arg",
+        "start_generation",
+        "superseded",
+        "validated",
+    )
+
+    def __init__(self, closure: ToolCallClosure, method: str) -> None:
+        self.closure = closure
+        self.method = method
+        self.handle: Any = None
+        self.call_id: str = ""
+        self.call_pos = -1
+        self.calls_arg: Any = None
+        self.outcome: Any = ABSENT
+        self.fixed_status: str | None = None
+        self.content: Any = ABSENT
+        self.message: Any = ABSENT
+        self.message_is_error = False
+        self.code: Any = ABSENT
+        self.default_code = ""
+        self.reason: Any = ABSENT
+        self.snapshot_arg: Any = None
+        self.reject_generation: int | None = None
+        self.preview: str | None = None
+        self.settlement: Settlement | None = None
+        self.close_reason: CloseReason | None = None
+        self.validated: list[tuple[str, str]] = []
+        self.superseded: Snapshot | None = None
+        self.start_generation = 0
+        self.run: Run | None = None
+        self.payload: list[dict[str, Any]] = []
+
+
+Guard = Callable[[Context], bool]
+Effect = Callable[[Context], None]
+Producer = Callable[[Context], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRow:
+    row: Row
+    guard: Guard | None
+    effects: tuple[Effect, ...]
+    to: str | None  # a fixed target, or None
+    to_by: Callable[[Context], str] | None  # a dynamic target
+    allowed: tuple[str, ...]
+    reject: str | None
+    reject_call_id: bool
+    observed: Callable[[Context], str | None] | None
+    raise_code: str | None
+    produce: Producer | None
+
+
+# One phase of one operation: (locked, rows by run state).
+Phase = tuple[bool, Mapping[str, tuple[CompiledRow, ...]]]
+
+
+class Machine:
+    """A table compiled into dispatch tuples: ``plans[op]`` is the operation's phases, grouped into lock segments."""
+
+    __slots__ = (
+        "_events",
+        "call_next",
+        "closed",
+        "effect_run_to",
+        "export_format",
+        "initial_call_state",
+        "plans",
+        "table",
+    )
+
+    def __init__(self, table: Table) -> None:
+        from . import _semantics as sem  # the meanings of the names; imported here to keep the layering one-way
+
+        _check_bindings(table, sem.GUARDS, sem.EFFECTS, sem.RESULTS, sem.OBSERVED, sem.TARGETS)
+        self.table = table
+        self.closed: frozenset[str] = table.closed_run_states
+        self.initial_call_state: str = table.initial_call_state
+        self.call_next: Mapping[tuple[str, str], str] = {(t.from_state, t.event): t.to for t in table.call_transitions}
+        self.effect_run_to: Mapping[str, str] = {e.id: e.run_to for e in table.effects.values() if e.run_to}
+        # effect id -> {call status -> call event}: "report_<status>" names one event per status,
+        # a plain event name ("synthesize_cancelled") the same event for every status.
+        self._events: Mapping[str, Mapping[str, str]] = {
+            e.id: {
+                status: e.call_event.replace("<status>", status)
+                for status in table.call_states
+                if e.call_event.replace("<status>", status) in table.call_events
+            }
+            for e in table.effects.values()
+            if e.call_event
+        }
+        self.export_format: Mapping[str, str] = {
+            m["python"]: m["format"] for m in table.operations["export"].methods if "format" in m
+        }
+        unknown_formats = sorted(set(self.export_format.values()) - set(sem.RENDERERS))
+        if unknown_formats:
+            raise TableError(
+                f"invalid transition table: export format {unknown_formats[0]!r} has no renderer", code="table_invalid"
+            )
+        plans: dict[str, tuple[tuple[bool, tuple[Mapping[str, tuple[CompiledRow, ...]], ...]], ...]] = {}
+        for op_id, op in table.operations.items():
+            segments: list[tuple[bool, list[Mapping[str, tuple[CompiledRow, ...]]]]] = []
+            for phase in op.phases:
+                locked = table.phases[phase]
+                by_state = {
+                    state: tuple(_compile_row(table, row, sem) for row in table.rows_for(op_id, phase, state))
+                    for state in table.run_states
+                }
+                if segments and segments[-1][0] == locked:
+                    segments[-1][1].append(by_state)
+                else:
+                    segments.append((locked, [by_state]))
+            plans[op_id] = tuple((locked, tuple(phases)) for locked, phases in segments)
+        self.plans = plans
+
+    def run(self, op: str, ctx: Context) -> Any:
+        """Run operation ``op`` with its arguments in ``ctx``; return its result or raise."""
+        closure = ctx.closure
+        lock: threading.Lock = closure._lock
+        for locked, phases in self.plans[op]:
+            if locked:
+                lock.acquire()
+            try:
+                for by_state in phases:
+                    run = closure._run
+                    for compiled in by_state[run.state if run is not None else "none"]:
+                        if compiled.guard is not None and not compiled.guard(ctx):
+                            continue
+                        for effect in compiled.effects:
+                            effect(ctx)
+                        if compiled.to is not None or compiled.to_by is not None:
+                            self._move(ctx, compiled)
+                        if compiled.reject is not None:
+                            return self._reject(ctx, compiled)
+                        if compiled.produce is not None:
+                            return compiled.produce(ctx)
+                        if compiled.raise_code is not None:
+                            raise spec_error(compiled.raise_code)
+                        break
+            finally:
+                if locked:
+                    lock.release()
+        raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
+
+    def call_event(self, effect: str, status: str) -> str:
+        """The call event effect ``effect`` applies to a call reaching ``status`` (from the effect's ``call_event``)."""
+        return self._events[effect][status]
+
+    def apply_call_event(self, call: CallSnapshot, event: str, settlement: Settlement) -> CallSnapshot:
+        """The call machine: the record ``call`` becomes after ``event``, or the default (raise)."""
+        target = self.call_next.get((call.state, event))
+        if target is None:
+            raise spec_error(self.table.call_default_error, operation=event, state=call.state)
+        return CallSnapshot(call.id, call.name, target, settlement)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _move(ctx: Context, compiled: CompiledRow) -> None:
+        run = ctx.closure._run
+        assert run is not None, "a row with a target fires only while a generation exists"
+        target = compiled.to if compiled.to is not None else compiled.to_by(ctx)  # type: ignore[misc]
+        if target not in compiled.allowed:
+            raise spec_error("illegal_transition", operation=compiled.row.op, state=target)
+        run.state = target
+
+    @staticmethod
+    def _reject(ctx: Context, compiled: CompiledRow) -> Rejection:
+        closure = ctx.closure
+        rejection = Rejection(
+            compiled.reject,  # type: ignore[arg-type]
+            ctx.call_id if compiled.reject_call_id else None,
+            ctx.reject_generation,
+            compiled.observed(ctx) if compiled.observed is not None else None,  # type: ignore[arg-type]
+        )
+        diagnostics = closure._diagnostics
+        if len(diagnostics) < closure._limits.max_diagnostics:
+            diagnostics.append(rejection)  # the same frozen object: a diagnostic is identical to the rejection
+        return rejection
+
+
+def _state_name(closure: ToolCallClosure) -> str:
+    run = closure._run
+    return run.state if run is not None else "none"
+
+
+def _compile_row(table: Table, row: Row, sem: Any) -> CompiledRow:
+    result = row.result
+    return CompiledRow(
+        row=row,
+        guard=sem.GUARDS[row.guard] if row.guard is not None else None,
+        effects=tuple(sem.EFFECTS[name] for name in row.effects),
+        to=row.to[0] if len(row.to) == 1 else None,
+        to_by=sem.TARGETS[row.to_by] if row.to_by is not None else None,
+        allowed=row.to,
+        reject=result.name if result is not None and result.kind == "reject" else None,
+        reject_call_id=result is not None and result.call_id == "argument",
+        observed=sem.OBSERVED[result.observed] if result is not None and result.observed is not None else None,
+        raise_code=result.name if result is not None and result.kind == "raise" else None,
+        produce=sem.RESULTS[result.name] if result is not None and result.kind == "return" else None,
+    )
+
+
+def _check_bindings(
+    table: Table,
+    guards: Mapping[str, Guard],
+    effects: Mapping[str, Effect],
+    results: Mapping[str, Producer],
+    observed: Mapping[str, Any],
+    targets: Mapping[str, Any],
+) -> None:
+    pairs = (
+        ("guard", set(table.guards), set(guards)),
+        ("effect", set(table.effects), set(effects)),
+        ("result", set(table.results), set(results)),
+        ("observed kind", set(table.observed), set(observed)),
+        ("target rule", {r.to_by for r in table.transitions if r.to_by is not None}, set(targets)),
+    )
+    for what, named, implemented in pairs:
+        missing = sorted(named - implemented)
+        if missing:
+            raise TableError(f"invalid transition table: {what} {missing[0]!r} has no implementation", code="table_invalid")
+        unused = sorted(implemented - named)
+        if unused:
+            raise TableError(
+                f"invalid transition table: implemented {what} {unused[0]!r} is not named by the table",
+                code="table_invalid",
+            )
+
+
+MACHINE: Final = Machine(TABLE)

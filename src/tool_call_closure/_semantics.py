@@ -1,0 +1,529 @@
+"""What the table's names mean: guards, effects, results, observed kinds, targets.
+
+Theory of operation
+-------------------
+``spec/machine.json`` says *when* each step happens; this module says *what*
+each named step does.  Each function takes the operation's
+:class:`~._machine.Context` and nothing else.  The registries at the bottom
+(``GUARDS``, ``EFFECTS``, ``RESULTS``, ``OBSERVED``, ``TARGETS``) are what the
+interpreter binds the table's names to; compiling a table that names
+something missing here, or leaves something here unnamed, fails.
+
+Guards are pure reads.  Effects marked ``caller_code`` in the table run in
+unlocked phases and may run caller code; all other effects run under the lock
+and never call caller code.  Validation effects raise spec errors (see the
+``errors`` of each effect in the table) and change nothing when they do.
+
+Reading caller values follows one rule, :func:`read_key`, the Python form of
+a JavaScript property read:
+
+* a ``Mapping`` is read by key (``m[key]``; a missing key is absent);
+* any other *object* (not None, not a number, string, bytes, list, tuple or
+  set, not callable) is read by attribute (``getattr``); this is what lets a
+  dataclass or SDK object stand in for a mapping, and what the original does
+  for any object;
+* anything else reads as absent.
+
+Reading may run caller code (``__getitem__``, properties, ``__getattr__``);
+exceptions from it propagate unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from ._absent import ABSENT
+from ._ecma import is_blank, json_stringify, to_js_string, truncate_utf8, utf8_length
+from ._errors import spec_error
+from ._values import COMPLETE, Accepted, BatchHandle, BeginResult, CallSnapshot, CloseReason, Settlement, Snapshot
+
+if TYPE_CHECKING:
+    from ._closure import ToolCallClosure
+    from ._machine import Context, Machine, Run
+
+__all__ = [
+    "EFFECTS",
+    "GUARDS",
+    "OBSERVED",
+    "RENDERERS",
+    "RESULTS",
+    "TARGETS",
+    "bounded_string",
+    "is_object",
+    "read_key",
+    "safe_positive_int",
+]
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+_SETTLED_STATUSES: Final = frozenset({"success", "error", "cancelled"})
+_CLOSE_STATUSES: Final = frozenset({"error", "cancelled"})
+_SIDE_EFFECT_STATES: Final = frozenset({"unknown", "not_started"})
+# Values that are never "objects" in the original's sense (typeof !== 'object', or an array).
+_NOT_OBJECTS: Final = (str, bytes, bytearray, int, float, complex, list, tuple, set, frozenset, range, memoryview)
+
+
+# --------------------------------------------------------------------------- reading caller values
+
+
+def is_object(value: object) -> bool:
+    """True if ``value`` is an object in the original's sense: a mapping or a plain (non-callable) instance."""
+    if type(value) is dict:
+        return True
+    if value is None or value is ABSENT:
+        return False
+    if isinstance(value, Mapping):
+        return True
+    return not isinstance(value, _NOT_OBJECTS) and not callable(value)
+
+
+def read_key(value: object, key: str) -> Any:
+    """Read property ``key`` of a caller value (see the module docstring); ``ABSENT`` if it has none."""
+    if type(value) is dict:
+        return value.get(key, ABSENT)
+    if isinstance(value, Mapping):
+        try:
+            return value[key]
+        except KeyError:
+            return ABSENT
+    if is_object(value):
+        return getattr(value, key, ABSENT)
+    return ABSENT
+
+
+def safe_positive_int(value: object) -> int | None:
+    """``value`` if it is an integer in 1..2**53-1 (bool excluded), else ``None``."""
+    if type(value) is int:
+        return value if 0 < value <= MAX_SAFE_INTEGER else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = int.__index__(value)
+        return number if 0 < number <= MAX_SAFE_INTEGER else None
+    return None
+
+
+def bounded_string(value: object, limit: int, argument: str, index: int = -1) -> str:
+    """The original's boundedString: a non-blank string within ``limit`` UTF-8 bytes, as an exact ``str``.
+
+    ``argument`` names the value in error messages; with ``index`` >= 0 it is
+    the field of ``calls[index]`` (the name is only built when an error is raised).
+    """
+    if type(value) is not str:
+        if not isinstance(value, str):
+            raise spec_error("string_empty", argument=_argument(argument, index))
+        value = str.__str__(value)  # a str subclass: its plain value, no caller code
+    if is_blank(value):
+        raise spec_error("string_empty", argument=_argument(argument, index))
+    if (len(value) if value.isascii() else utf8_length(value)) > limit:
+        raise spec_error("string_too_long", argument=_argument(argument, index), limit=limit)
+    return value
+
+
+def _argument(argument: str, index: int) -> str:
+    return argument if index < 0 else f"calls[{index}].{argument}"
+
+
+def _absent(value: object) -> bool:
+    return value is None or value is ABSENT
+
+
+def _member(value: object, allowed: frozenset[str]) -> str | None:
+    """``value`` as an exact str if it is one of ``allowed``, else ``None``."""
+    if type(value) is str:
+        return value if value in allowed else None
+    if isinstance(value, str):
+        plain = str.__str__(value)
+        return plain if plain in allowed else None
+    return None
+
+
+def observed_status(status: object) -> str | None:
+    """SET-3: the status a rejection reports before normalization."""
+    if _absent(status):
+        return None
+    return _member(status, _SETTLED_STATUSES) or "invalid"
+
+
+def serialize_content(content: object, limit: int) -> str:
+    """NORM-8: strings pass through unquoted; everything else becomes its JSON text; then the byte limit."""
+    if type(content) is str:
+        text = content
+    elif isinstance(content, str):
+        text = str.__str__(content)
+    else:
+        text = json_stringify(content)
+    if (len(text) if text.isascii() else utf8_length(text)) > limit:
+        raise spec_error("content_too_large", limit=limit)
+    return text
+
+
+def message_text(value: object, default: str, limit: int) -> str:
+    """NORM-6: an absent message takes the default; anything else is converted as String() does; then truncated."""
+    return truncate_utf8(default if _absent(value) else to_js_string(value), limit)
+
+
+def error_message_text(error: object, default: str, limit: int) -> str:
+    """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
+    if isinstance(error, BaseException):
+        return truncate_utf8(str(error), limit)
+    return message_text(error, default, limit)
+
+
+# --------------------------------------------------------------------------- guards
+
+
+def _run(ctx: Context) -> Run:
+    run = ctx.closure._run
+    assert run is not None, "the table only asks this while a generation exists"
+    return run
+
+
+def handle_not_current(ctx: Context) -> bool:
+    run = ctx.closure._run
+    return run is None or ctx.handle is not run.handle
+
+
+def call_unknown(ctx: Context) -> bool:
+    return ctx.call_id not in _run(ctx).index
+
+
+def call_not_pending(ctx: Context) -> bool:
+    run = _run(ctx)
+    return run.calls[run.index[ctx.call_id]].state != ctx.closure._machine.initial_call_state
+
+
+def has_pending_calls(ctx: Context) -> bool:
+    return _run(ctx).pending > 0
+
+
+def generation_changed(ctx: Context) -> bool:
+    return ctx.closure._generation != ctx.start_generation
+
+
+def snapshot_foreign(ctx: Context) -> bool:
+    # Identity only: id() and `is` never run caller code, so a forged object is refused unread.
+    candidate = ctx.snapshot_arg
+    return ctx.closure._registry.get(id(candidate)) is not candidate
+
+
+def snapshot_open(ctx: Context) -> bool:
+    snapshot: Snapshot = ctx.snapshot_arg
+    return not snapshot.closed
+
+
+# --------------------------------------------------------------------------- prepare / normalize effects
+
+
+def validate_calls(ctx: Context) -> None:
+    calls = ctx.calls_arg
+    limits = ctx.closure._limits
+    # The base class's methods read a list/tuple subclass without running its overrides.
+    if isinstance(calls, list):
+        length: Callable[[Any], int] = list.__len__
+        item: Callable[[Any, int], Any] = list.__getitem__
+    elif isinstance(calls, tuple):
+        length, item = tuple.__len__, tuple.__getitem__
+    else:
+        raise spec_error("calls_not_array")
+    count = length(calls)
+    if count > limits.max_calls:
+        raise spec_error("calls_exceed_max", limit=limits.max_calls)
+    seen: set[str] = set()
+    validated: list[tuple[str, str]] = []
+    for index in range(count):
+        # Read live, as the original does: caller code run by an earlier entry may have shortened the list.
+        call = item(calls, index) if index < length(calls) else None
+        if not is_object(call):
+            raise spec_error("call_not_object", index=index)
+        call_id = bounded_string(read_key(call, "id"), limits.max_id_bytes, "id", index)
+        if call_id in seen:
+            raise spec_error("duplicate_call_id", id=call_id)
+        seen.add(call_id)
+        validated.append((call_id, bounded_string(read_key(call, "name"), limits.max_name_bytes, "name", index)))
+    ctx.validated = validated
+
+
+def validate_call_id(ctx: Context) -> None:
+    ctx.call_id = bounded_string(ctx.call_id, ctx.closure._limits.max_id_bytes, "callId")
+
+
+def read_handle_generation(ctx: Context) -> None:
+    handle = ctx.handle
+    generation = handle.generation if type(handle) is BatchHandle else read_key(handle, "generation")
+    ctx.reject_generation = safe_positive_int(generation)
+
+
+def read_status_preview(ctx: Context) -> None:
+    status = ctx.fixed_status
+    ctx.preview = status if status is not None else observed_status(read_key(ctx.outcome, "status"))
+
+
+def normalize_outcome(ctx: Context) -> None:
+    limits = ctx.closure._limits
+    texts = ctx.closure._machine.table.texts
+    status = ctx.fixed_status
+    if status is None:  # settle: read the outcome object
+        outcome = ctx.outcome
+        if not is_object(outcome):
+            raise spec_error("outcome_not_object")
+        status = _member(read_key(outcome, "status"), _SETTLED_STATUSES)
+        if status is None:
+            raise spec_error("outcome_status_invalid")
+        if status == "success":
+            content = serialize_content(read_key(outcome, "content"), limits.max_result_bytes)
+            ctx.settlement = Settlement("success", "reported", content=content)
+            return
+        code: object = read_key(outcome, "code")
+        code = status if _absent(code) else bounded_string(code, limits.max_code_bytes, "outcome.code")
+        message = message_text(read_key(outcome, "message"), _default_message(texts, status), limits.max_message_bytes)
+    elif status == "success":  # succeed
+        ctx.settlement = Settlement("success", "reported", content=serialize_content(ctx.content, limits.max_result_bytes))
+        return
+    else:  # fail or cancel: the code is checked before the message is converted (NORM-5)
+        code = ctx.code
+        code = ctx.default_code if _absent(code) else bounded_string(code, limits.max_code_bytes, "outcome.code")
+        default = _default_message(texts, status)
+        if ctx.message_is_error:
+            message = error_message_text(ctx.message, default, limits.max_message_bytes)
+        else:
+            message = message_text(ctx.message, default, limits.max_message_bytes)
+    ctx.settlement = Settlement(status, "reported", code=code, message=message)  # type: ignore[arg-type]
+
+
+def _default_message(texts: Mapping[str, str], status: str) -> str:
+    return texts["settle_error_message"] if status == "error" else texts["cancel_message"]
+
+
+def normalize_close_reason(ctx: Context) -> None:
+    limits = ctx.closure._limits
+    texts = ctx.closure._machine.table.texts
+    reason = ctx.reason
+    if _absent(reason):
+        reason = {}  # deviation D1: None is the absent reason
+    elif not is_object(reason):
+        raise spec_error("reason_not_object")  # deviation D2
+    raw_status = read_key(reason, "status")
+    status = "cancelled" if _absent(raw_status) else _member(raw_status, _CLOSE_STATUSES)
+    if status is None:
+        raise spec_error("close_status_invalid")
+    raw_code = read_key(reason, "code")
+    code = status if _absent(raw_code) else bounded_string(raw_code, limits.max_code_bytes, "reason.code")
+    camel = read_key(reason, "sideEffectState")
+    snake = read_key(reason, "side_effect_state")
+    if not _absent(camel) and not _absent(snake) and camel != snake:
+        raise spec_error("side_effect_state_conflict")
+    raw_state = snake if _absent(camel) else camel
+    side_effect_state = "unknown" if _absent(raw_state) else _member(raw_state, _SIDE_EFFECT_STATES)
+    if side_effect_state is None:
+        raise spec_error("side_effect_state_invalid")
+    default = texts["close_error_message"] if status == "error" else texts["cancel_message"]
+    message = message_text(read_key(reason, "message"), default, limits.max_message_bytes)
+    ctx.close_reason = CloseReason(status, code, message, side_effect_state)  # type: ignore[arg-type]
+
+
+def default_snapshot(ctx: Context) -> None:
+    if _absent(ctx.snapshot_arg):
+        # The original's default parameter: a snapshot operation of its own (it takes the lock itself).
+        ctx.snapshot_arg = ctx.closure.snapshot()
+
+
+# --------------------------------------------------------------------------- commit effects (under the lock)
+
+
+def _close_calls(machine: Machine, run: Run, reason: CloseReason, event: str) -> None:
+    settlement = Settlement(
+        reason.status,  # type: ignore[arg-type]
+        "synthetic",
+        code=reason.code,
+        message=reason.message,
+        side_effect_state=reason.side_effect_state,
+    )
+    pending = machine.initial_call_state
+    calls = run.calls
+    for position, call in enumerate(calls):
+        if call.state == pending:
+            calls[position] = machine.apply_call_event(call, event, settlement)
+    run.pending = sum(1 for call in calls if call.state == pending)
+
+
+def supersede(ctx: Context) -> None:
+    closure = ctx.closure
+    machine = closure._machine
+    run = _run(ctx)
+    status = machine.effect_run_to["supersede"]
+    texts = machine.table.texts
+    reason = CloseReason(status, texts["superseded_code"], closure._superseded_message, "unknown")  # type: ignore[arg-type]
+    _close_calls(machine, run, reason, machine.call_event("supersede", status))
+    run.close_reason = reason
+    run.state = status
+    ctx.superseded = take_snapshot(closure)  # before the generation number changes (SUP-3)
+
+
+def start_generation(ctx: Context) -> None:
+    from ._machine import Run  # runtime import: _machine imports this module
+
+    closure = ctx.closure
+    closure._generation += 1
+    generation = closure._generation
+    pending = closure._machine.initial_call_state
+    validated = ctx.validated
+    calls = [CallSnapshot(call_id, name, pending, None) for call_id, name in validated]  # type: ignore[arg-type]
+    index = {call_id: position for position, (call_id, _name) in enumerate(validated)}
+    closure._diagnostics = []
+    closure._run = Run(generation, BatchHandle(generation), calls, index)
+
+
+def record_settlement(ctx: Context) -> None:
+    machine = ctx.closure._machine
+    run = _run(ctx)
+    settlement = ctx.settlement
+    assert settlement is not None
+    position = run.index[ctx.call_id]
+    call = machine.apply_call_event(
+        run.calls[position], machine.call_event("record_settlement", settlement.status), settlement
+    )
+    run.calls[position] = call
+    if call.state != machine.initial_call_state:
+        run.pending -= 1
+
+
+def synthesize_pending(ctx: Context) -> None:
+    machine = ctx.closure._machine
+    reason = ctx.close_reason
+    assert reason is not None
+    _close_calls(machine, _run(ctx), reason, machine.call_event("synthesize_pending", reason.status))
+
+
+def record_close_reason(ctx: Context) -> None:
+    _run(ctx).close_reason = ctx.close_reason
+
+
+def record_complete(ctx: Context) -> None:
+    _run(ctx).close_reason = COMPLETE
+
+
+def render_payload(ctx: Context) -> None:
+    snapshot: Snapshot = ctx.snapshot_arg
+    ctx.payload = RENDERERS[ctx.closure._machine.export_format[ctx.method]](snapshot)
+
+
+# --------------------------------------------------------------------------- export formats
+
+
+def _content(settlement: Settlement) -> str:
+    """ADP-5: a success's stored text, or the JSON error object of a failure."""
+    if settlement.status == "success":
+        return settlement.content  # type: ignore[return-value]
+    error: dict[str, Any] = {"code": settlement.code, "message": settlement.message}
+    if settlement.provenance == "synthetic":
+        error["side_effect_state"] = settlement.side_effect_state
+    return json_stringify({"error": error})
+
+
+def render_openai_chat(snapshot: Snapshot) -> list[dict[str, Any]]:
+    return [
+        {"role": "tool", "tool_call_id": call.id, "content": _content(call.settlement)}
+        for call in snapshot.calls
+        if call.settlement is not None
+    ]
+
+
+def render_openai_responses(snapshot: Snapshot) -> list[dict[str, Any]]:
+    return [
+        {"type": "function_call_output", "call_id": call.id, "output": _content(call.settlement)}
+        for call in snapshot.calls
+        if call.settlement is not None
+    ]
+
+
+def render_anthropic(snapshot: Snapshot) -> list[dict[str, Any]]:
+    payload: list[dict[str, Any]] = []
+    for call in snapshot.calls:
+        if call.settlement is None:
+            continue
+        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id, "content": _content(call.settlement)}
+        if call.state != "success":
+            item["is_error"] = True
+        payload.append(item)
+    return payload
+
+
+# --------------------------------------------------------------------------- results
+
+
+def take_snapshot(closure: ToolCallClosure) -> Snapshot:
+    run = closure._run
+    assert run is not None
+    snapshot = Snapshot(
+        run.generation,
+        run.state in closure._machine.closed,
+        run.close_reason,
+        tuple(run.calls),
+        tuple(closure._diagnostics),
+    )
+    closure._registry[id(snapshot)] = snapshot  # the identity registry exports consult (SNAP-5)
+    return snapshot
+
+
+def _begin_result(ctx: Context) -> BeginResult:
+    run = _run(ctx)
+    return BeginResult(run.generation, run.handle, ctx.superseded)
+
+
+def _accepted(ctx: Context) -> Accepted:
+    assert ctx.settlement is not None and ctx.reject_generation is not None
+    return Accepted(ctx.reject_generation, ctx.call_id, ctx.settlement)
+
+
+# --------------------------------------------------------------------------- registries
+
+GUARDS: Final[Mapping[str, Callable[[Context], bool]]] = {
+    "handle_not_current": handle_not_current,
+    "call_unknown": call_unknown,
+    "call_not_pending": call_not_pending,
+    "has_pending_calls": has_pending_calls,
+    "generation_changed": generation_changed,
+    "snapshot_foreign": snapshot_foreign,
+    "snapshot_open": snapshot_open,
+}
+
+EFFECTS: Final[Mapping[str, Callable[[Context], None]]] = {
+    "validate_calls": validate_calls,
+    "validate_call_id": validate_call_id,
+    "read_handle_generation": read_handle_generation,
+    "read_status_preview": read_status_preview,
+    "normalize_outcome": normalize_outcome,
+    "normalize_close_reason": normalize_close_reason,
+    "default_snapshot": default_snapshot,
+    "supersede": supersede,
+    "start_generation": start_generation,
+    "record_settlement": record_settlement,
+    "synthesize_pending": synthesize_pending,
+    "record_close_reason": record_close_reason,
+    "record_complete": record_complete,
+    "render_payload": render_payload,
+}
+
+RESULTS: Final[Mapping[str, Callable[[Context], Any]]] = {
+    "begin_result": _begin_result,
+    "accepted": _accepted,
+    "snapshot": lambda ctx: take_snapshot(ctx.closure),
+    "null": lambda ctx: None,
+    "generation": lambda ctx: _run(ctx).generation,
+    "payload": lambda ctx: ctx.payload,
+}
+
+OBSERVED: Final[Mapping[str, Callable[[Context], str | None]]] = {
+    "preview": lambda ctx: ctx.preview,
+    "normalized": lambda ctx: ctx.settlement.status if ctx.settlement is not None else None,
+    "none": lambda ctx: None,
+}
+
+TARGETS: Final[Mapping[str, Callable[[Context], str]]] = {
+    "reason.status": lambda ctx: ctx.close_reason.status,  # type: ignore[union-attr]
+}
+
+RENDERERS: Final[Mapping[str, Callable[[Snapshot], list[dict[str, Any]]]]] = {
+    "openai_chat": render_openai_chat,
+    "openai_responses": render_openai_responses,
+    "anthropic": render_anthropic,
+}

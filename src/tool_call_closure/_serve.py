@@ -1,0 +1,352 @@
+"""``serve``: the reference as a protocol v1 subject (``spec/protocol.md``).
+
+Theory of operation
+-------------------
+One :class:`Server` reads newline-delimited JSON requests, carries each out on
+the current :class:`~._closure.ToolCallClosure`, and writes one response line
+per request, in order.  It is the reference's face towards conformance
+runners, so it maps protocol values to Python values exactly as the protocol
+specifies and never lets a Python exception escape: every failure becomes an
+``error`` response and the server keeps serving.
+
+Argument decoding turns tags into objects: handles this session created,
+look-alike handles, earlier results and structural copies of them, absent
+arguments, NaN/±Infinity, exception objects, and hooks.  A :class:`Hook` is
+an object whose first attribute read, ``str()`` or ``__json__`` runs nested
+requests (answered at once, marked ``nested``) before it behaves as its
+``then`` value: the protocol's way to run caller code at every point where
+the implementation reads caller values.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import sys
+from collections.abc import Callable
+from typing import IO, Any, Final
+
+from . import __version__
+from ._absent import ABSENT
+from ._closure import ToolCallClosure, _closure_with_machine, to_json
+from ._ecma import to_js_string
+from ._errors import ToolCallClosureError
+from ._machine import MACHINE, Machine
+from ._semantics import is_object, read_key
+from ._table import TABLE
+from ._values import BatchHandle, BeginResult
+
+__all__ = ["PROTOCOL_VERSION", "Error", "Hook", "HookThrow", "Server", "parse_request_line", "serve"]
+
+PROTOCOL_VERSION: Final = 1
+MAX_SAFE: Final = 2**53
+IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
+CAPABILITIES: Final = ("hook",)
+
+
+class ProtocolFailure(Exception):
+    """A request that cannot be carried out as a request (reported as ProtocolError)."""
+
+
+class HookThrow(Exception):
+    """The exception a hook with ``throw`` raises (reported as CallerError)."""
+
+
+class Error(Exception):
+    """The ``$error`` tag's value: an exception named ``Error`` with a ``message`` attribute, like JavaScript's."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_int(text: str) -> int | float:
+    # Protocol numbers are doubles: integers beyond 2**53 become the float JavaScript would hold.
+    number = int(text)
+    return number if -MAX_SAFE <= number <= MAX_SAFE else float(text)
+
+
+def _parse_float(text: str) -> int | float:
+    number = float(text)
+    if number.is_integer() and -MAX_SAFE <= number <= MAX_SAFE:
+        return int(number)
+    return number
+
+
+def parse_request_line(line: str) -> Any:
+    """Decode one protocol line with the protocol's number rule; raises ValueError if it is not JSON."""
+    return json.loads(line, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+
+
+class Hook:
+    """A ``$hook`` value: runs nested requests on its first trigger, then behaves as ``then``."""
+
+    __slots__ = ("_calls", "_depth", "_server", "_then", "_then_raw", "_throw", "_triggered")
+
+    def __init__(self, server: Server, spec: dict[str, Any], depth: int) -> None:
+        calls = spec.get("calls", [])
+        if not isinstance(calls, list):
+            raise ProtocolFailure("$hook.calls must be an array")
+        throw = spec.get("throw")
+        if throw is not None and not isinstance(throw, str):
+            raise ProtocolFailure("$hook.throw must be a string")
+        unknown = sorted(set(spec) - {"calls", "then", "throw"})
+        if unknown:
+            raise ProtocolFailure(f"$hook has an unknown member {unknown[0]!r}")
+        self._server = server
+        self._calls: list[Any] = calls
+        self._then_raw = spec.get("then", ABSENT)
+        self._throw: str | None = throw
+        self._depth = depth
+        self._triggered = False
+        self._then: Any = ABSENT
+
+    def _trigger(self) -> Any:
+        if not self._triggered:
+            self._triggered = True
+            for request in self._calls:
+                self._server.handle(request, self._depth + 1)
+            raw = self._then_raw
+            self._then = ABSENT if raw is ABSENT else self._server.decode(raw, self._depth, allow_error=True)
+            if self._throw is not None:
+                raise HookThrow(self._throw)
+        return self._then
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # Python's own probes for special names are not property reads
+            raise AttributeError(name)
+        then = self._trigger()
+        if type(then) is dict and name in then:
+            return then[name]
+        raise AttributeError(name)
+
+    def __str__(self) -> str:
+        return to_js_string(self._trigger())
+
+    def __json__(self) -> Any:
+        return self._trigger()
+
+    def __repr__(self) -> str:
+        return f"<Hook triggered={self._triggered}>"
+
+
+def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
+    """What each parameter of ``method`` takes when its argument is absent: its default, else None."""
+    defaults = []
+    for parameter in inspect.signature(method).parameters.values():
+        defaults.append(None if parameter.default is inspect.Parameter.empty else parameter.default)
+    return tuple(defaults)
+
+
+# protocol method name -> python attribute name
+METHODS: Final = {m["protocol"]: m["python"] for op in TABLE.operations.values() for m in op.methods}
+
+
+class Server:
+    """One protocol session: the current instance and everything tags can refer to."""
+
+    def __init__(self, out: IO[bytes], machine: Machine = MACHINE) -> None:
+        self._out = out
+        self._machine = machine
+        self._closure: ToolCallClosure | None = None
+        self._handles: dict[Any, BatchHandle] = {}
+        self._results: dict[Any, Any] = {}
+        self._parameters = {
+            name: _call_signature(getattr(ToolCallClosure, attr))
+            for name, attr in METHODS.items()
+            if callable(getattr(ToolCallClosure, attr))
+        }
+        self.finished = False
+
+    # ------------------------------------------------------------------ output
+
+    def _write(self, request_id: Any, depth: int, key: str, value_json: str) -> None:
+        nested = f',"nested":{depth}' if depth else ""
+        line = '{"id":' + to_json(request_id) + nested + ',"' + key + '":' + value_json + "}\n"
+        self._out.write(line.encode("utf-8"))
+        self._out.flush()
+
+    def _error(self, request_id: Any, depth: int, kind: str, message: str, code: str | None = None) -> None:
+        error: dict[str, Any] = {"kind": kind, "message": message}
+        if code is not None:
+            error["code"] = code
+        self._write(request_id, depth, "error", to_json(error))
+
+    # ------------------------------------------------------------------ requests
+
+    def handle_line(self, line: str) -> None:
+        """Answer one request line (top level)."""
+        try:
+            request = parse_request_line(line)
+        except (ValueError, RecursionError) as exc:
+            self._error(None, 0, "ProtocolError", f"request is not valid JSON: {exc}")
+            return
+        self.handle(request, 0)
+
+    def handle(self, request: Any, depth: int) -> None:
+        """Answer one decoded request; ``depth`` > 0 for requests run by a hook."""
+        if not isinstance(request, dict):
+            self._error(None, depth, "ProtocolError", "a request must be a JSON object")
+            return
+        request_id = request.get("id")
+        if not isinstance(request_id, (int, float, str)) or isinstance(request_id, bool):
+            self._error(None, depth, "ProtocolError", "a request needs an id that is a number or a string")
+            return
+        command = request.get("cmd")
+        if depth and command != "call":
+            self._error(request_id, depth, "ProtocolError", "a hook may only run call requests")
+            return
+        try:
+            if command == "hello":
+                self._hello(request_id, request)
+            elif command == "new":
+                self._new(request_id, request)
+            elif command == "call":
+                self._call(request_id, request, depth)
+            elif command == "bye":
+                self._write(request_id, 0, "ok", "null")
+                self.finished = True
+            else:
+                self._error(request_id, depth, "ProtocolError", f"unknown cmd {command!r}")
+        except ProtocolFailure as exc:
+            self._error(request_id, depth, "ProtocolError", str(exc))
+
+    def _hello(self, request_id: Any, request: dict[str, Any]) -> None:
+        if request.get("protocol") != PROTOCOL_VERSION:
+            raise ProtocolFailure(f"unsupported protocol {request.get('protocol')!r}; this subject speaks 1")
+        response = {"protocol": PROTOCOL_VERSION, "implementation": IMPLEMENTATION, "capabilities": CAPABILITIES}
+        body = to_json(response)
+        line = '{"id":' + to_json(request_id) + "," + body[1:] + "\n"
+        self._out.write(line.encode("utf-8"))
+        self._out.flush()
+
+    def _new(self, request_id: Any, request: dict[str, Any]) -> None:
+        self._closure = None
+        self._handles = {}
+        self._results = {}
+        options = self.decode(request["options"], 0) if "options" in request else ABSENT
+        try:
+            if options is ABSENT:
+                options = {}
+            if not is_object(options):
+                self._error(request_id, 0, "TypeError", "options must be an object", "options_not_object")
+                return
+            given = {o.python: read_key(options, o.id) for o in TABLE.options}
+            kwargs = {name: (None if value is ABSENT else value) for name, value in given.items()}
+            self._closure = _closure_with_machine(self._machine, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
+            self._report(request_id, 0, exc)
+            return
+        self._write(request_id, 0, "ok", "null")
+
+    def _call(self, request_id: Any, request: dict[str, Any], depth: int) -> None:
+        closure = self._closure
+        if closure is None:
+            raise ProtocolFailure("no current instance: send new first")
+        method = request.get("method")
+        if not isinstance(method, str) or method not in METHODS:
+            raise ProtocolFailure(f"unknown method {method!r}")
+        raw_args = request.get("args", [])
+        if not isinstance(raw_args, list):
+            raise ProtocolFailure("args must be an array")
+        args = [self.decode(arg, depth, allow_absent=True, allow_error=True) for arg in raw_args]
+        attribute = METHODS[method]
+        try:
+            if method == "activeGeneration":
+                value: Any = closure.active_generation
+            else:
+                absent_as = self._parameters[method]
+                call_args = [absent_as[i] if arg is ABSENT else arg for i, arg in enumerate(args[: len(absent_as))])]
+                value = getattr(closure, attribute)(*call_args)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
+            self._report(request_id, depth, exc)
+            return
+        if isinstance(value, BeginResult):
+            self._handles[value.generation] = value.handle
+            self._results[request_id] = value.superseded
+        else:
+            self._results[request_id] = value
+        self._write(request_id, depth, "ok", to_json(value))
+
+    def _report(self, request_id: Any, depth: int, exc: Exception) -> None:
+        if isinstance(exc, ToolCallClosureError):
+            self._error(request_id, depth, exc.kind, str(exc), exc.code)
+        elif isinstance(exc, HookThrow):
+            self._error(request_id, depth, "CallerError", str(exc))
+        elif isinstance(exc, ProtocolFailure):
+            self._error(request_id, depth, "ProtocolError", str(exc))
+        else:
+            self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ tags
+
+    def decode(self, value: Any, depth: int, *, allow_absent: bool = False, allow_error: bool = False) -> Any:
+        """Turn a protocol value into a Python value, decoding tags."""
+        if type(value) is dict:
+            if len(value) == 1:
+                (key, inner), = value.items()
+                if key.startswith("$"):
+                    return self._tag(key, inner, depth, allow_absent, allow_error)
+            return {key: self.decode(item, depth) for key, item in value.items()}
+        if type(value) is list:
+            return [self.decode(item, depth) for item in value]
+        return value
+
+    def _tag(self, key: str, inner: Any, depth: int, allow_absent: bool, allow_error: bool) -> Any:
+        if key == "$handle":
+            if isinstance(inner, bool) or not isinstance(inner, (int, float)) or inner not in self._handles:
+                raise ProtocolFailure(f"$handle {to_json(inner)}: no begin created that generation")
+            return self._handles[inner]
+        if key == "$forgedHandle":
+            return BatchHandle(generation=inner)
+        if key in ("$snapshot", "$clone"):
+            if isinstance(inner, bool) or not isinstance(inner, (int, float, str)) or inner not in self._results:
+                raise ProtocolFailure(f"{key} {to_json(inner)}: no earlier call with that id returned a value")
+            found = self._results[inner]
+            return found if key == "$snapshot" else parse_request_line(to_json(found))
+        if key == "$undefined":
+            if not allow_absent or inner is not True:
+                raise ProtocolFailure("$undefined is allowed only as an element of args, as {\"$undefined\":true}")
+            return ABSENT
+        if key == "$nan":
+            if inner is not True:
+                raise ProtocolFailure('$nan must be {"$nan":true}')
+            return math.nan
+        if key == "$inf":
+            if inner not in (1, -1) or isinstance(inner, bool):
+                raise ProtocolFailure("$inf must be 1 or -1")
+            return math.inf if inner == 1 else -math.inf
+        if key == "$error":
+            if not allow_error or not isinstance(inner, str):
+                raise ProtocolFailure("$error takes a string and is allowed only in args or a hook's then")
+            return Error(inner)
+        if key == "$literal":
+            return inner
+        if key == "$hook":
+            if type(inner) is not dict:
+                raise ProtocolFailure("$hook takes an object")
+            return Hook(self, inner, depth)
+        raise ProtocolFailure(f"unknown tag {key!r}")
+
+
+def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None, machine: Machine = MACHINE) -> int:
+    """Serve protocol v1 until ``bye`` or end of input; returns the exit status (0)."""
+    source = stdin if stdin is not None else sys.stdin.buffer
+    server = Server(stdout if stdout is not None else sys.stdout.buffer, machine)
+    for raw in source:
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            server._error(None, 0, "ProtocolError", "request is not valid UTF-8")
+            continue
+        if not line.strip():
+            continue
+        server.handle_line(line)
+        if server.finished:
+            break
+    return 0

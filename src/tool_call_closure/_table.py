@@ -1,0 +1,629 @@
+"""Load and validate the transition table (``spec/machine.json``).
+
+Theory of operation
+-------------------
+The table is portable data: any language can load it with its standard JSON
+parser.  This module turns it into frozen Python objects and refuses a table
+that could not be executed faithfully.  It knows nothing about *what* guards
+and effects do; :mod:`._machine` binds the names to code and compiles the rows
+into dispatch tuples.
+
+The validator refuses, each with a :class:`~._errors.TableError` that names the
+offending part:
+
+* structure: a missing or mistyped field, a duplicate id;
+* unknown names: a row naming a state, operation, phase, guard, effect,
+  reason, error, result or observed-status kind the table does not declare;
+* unreachable states: a run state or call state that no row can reach from
+  the initial state;
+* exits from terminal states: a call transition out of a terminal call
+  state, or a row that rewrites a *closed* generation (closing is for good;
+  only ``start_generation`` leaves a closed state, by installing a new
+  generation);
+* overlapping guards: two rows of one (operation, phase, state) with the same
+  guard, or any row after an unguarded one (it could never fire);
+* missing pairs: a (run state, operation) pair that no unguarded terminating
+  row covers and that is not listed in ``defaulted``.
+
+The table ships inside the wheel as ``tool_call_closure/_spec/machine.json``;
+in a source checkout the loader falls back to ``spec/machine.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final
+
+from ._errors import TableError
+
+__all__ = [
+    "TABLE",
+    "TABLE_TEXT",
+    "CallTransition",
+    "EffectSpec",
+    "ErrorSpec",
+    "OperationSpec",
+    "OptionSpec",
+    "Row",
+    "RowResult",
+    "Table",
+    "load_table",
+    "parse_table",
+    "table_path",
+]
+
+FORMAT: Final = "tool-call-closure.machine/1"
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    id: str
+    python: str
+    default: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSpec:
+    code: str
+    kind: str
+    message: str
+    match: str
+
+
+@dataclass(frozen=True, slots=True)
+class OperationSpec:
+    id: str
+    phases: tuple[str, ...]
+    methods: tuple[Mapping[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EffectSpec:
+    id: str
+    caller_code: bool
+    writes: str  # "current_run" | "new_run" | "none"
+    run_to: str | None
+    call_event: str | None
+    errors: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RowResult:
+    """What a firing row ends the operation with; ``kind`` is reject, raise or return."""
+
+    kind: str
+    name: str
+    call_id: str | None = None  # reject only: "argument" | "none"
+    observed: str | None = None  # reject only: an id from the observed list
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: str
+    op: str
+    phase: str
+    from_states: tuple[str, ...]
+    guard: str | None
+    effects: tuple[str, ...]
+    to: tuple[str, ...]  # () unchanged; one state; or the allowed targets of a dynamic move
+    to_by: str | None
+    result: RowResult | None
+    catalogue: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CallTransition:
+    id: str
+    from_state: str
+    event: str
+    to: str
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """The validated table; every collection is immutable."""
+
+    version: str
+    options: tuple[OptionSpec, ...]
+    texts: Mapping[str, str]
+    run_states: tuple[str, ...]
+    initial_run_state: str
+    closed_run_states: frozenset[str]
+    call_states: tuple[str, ...]
+    initial_call_state: str
+    terminal_call_states: frozenset[str]
+    call_events: Mapping[str, str]  # event id -> provenance
+    call_transitions: tuple[CallTransition, ...]
+    phases: Mapping[str, bool]  # phase id -> locked
+    operations: Mapping[str, OperationSpec]
+    guards: tuple[str, ...]
+    effects: Mapping[str, EffectSpec]
+    results: tuple[str, ...]
+    reasons: tuple[str, ...]
+    observed: tuple[str, ...]
+    errors: Mapping[str, ErrorSpec]
+    default_error: str
+    call_default_error: str
+    defaulted: frozenset[tuple[str, str]]
+    transitions: tuple[Row, ...]
+    invariants: Mapping[str, str]
+
+    def rows_for(self, op: str, phase: str, state: str) -> tuple[Row, ...]:
+        """The rows of ``op`` in ``phase`` that apply to run state ``state``, in table order."""
+        return tuple(r for r in self.transitions if r.op == op and r.phase == phase and state in r.from_states)
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+def _fail(where: str, problem: str) -> TableError:
+    return TableError(f"invalid transition table: {where}: {problem}", code="table_invalid")
+
+
+def _obj(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, "must be an object")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(where, "must be an array")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _fail(where, "must be a non-empty string")
+    return value
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(where, "must be true or false")
+    return value
+
+
+def _field(obj: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in obj:
+        raise _fail(where, f"missing field {key!r}")
+    return obj[key]
+
+
+def _ids(items: Sequence[Mapping[str, Any]], where: str, key: str = "id") -> list[str]:
+    seen: list[str] = []
+    for index, item in enumerate(items):
+        ident = _str(_field(item, key, f"{where}[{index}]"), f"{where}[{index}].{key}")
+        if ident in seen:
+            raise _fail(where, f"duplicate id {ident!r}")
+        seen.append(ident)
+    return seen
+
+
+def _known(name: str, known: Sequence[str] | frozenset[str] | Mapping[str, Any], where: str, what: str) -> str:
+    if name not in known:
+        raise _fail(where, f"unknown {what} {name!r}")
+    return name
+
+
+def _catalogue(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return tuple(_str(v, f"{where}[{i}]") for i, v in enumerate(_list(value, where)))
+
+
+# --------------------------------------------------------------------------- parse + validate
+
+
+def parse_table(raw: Any) -> Table:
+    """Validate the decoded JSON of a table and return it as a :class:`Table`.
+
+    Raises :class:`~._errors.TableError` naming the first problem found.
+    """
+    top = _obj(raw, "table")
+    if top.get("format") != FORMAT:
+        raise _fail("format", f"must be {FORMAT!r}")
+    version = _str(_field(top, "version", "table"), "version")
+
+    options = tuple(
+        OptionSpec(
+            id=_str(_field(o, "id", f"options[{i}]"), f"options[{i}].id"),
+            python=_str(_field(o, "python", f"options[{i}]"), f"options[{i}].python"),
+            default=_positive_int(_field(o, "default", f"options[{i}]"), f"options[{i}].default"),
+        )
+        for i, o in enumerate(_obj_list(top, "options"))
+    )
+    _ids([{"id": o.id} for o in options], "options")
+
+    texts_raw = _obj(_field(top, "texts", "table"), "texts")
+    texts = MappingProxyType({k: _str(v, f"texts.{k}") for k, v in texts_raw.items()})
+
+    run_list = _obj_list(top, "run_states")
+    run_states = tuple(_ids(run_list, "run_states"))
+    initial_runs = [s["id"] for s in run_list if s.get("initial") is True]
+    if len(initial_runs) != 1:
+        raise _fail("run_states", "exactly one state must be initial")
+    closed = frozenset(s["id"] for s in run_list if _bool(s.get("closed", False), f"run_states.{s['id']}.closed"))
+    if initial_runs[0] in closed:
+        raise _fail("run_states", "the initial state cannot be closed")
+
+    call_list = _obj_list(top, "call_states")
+    call_states = tuple(_ids(call_list, "call_states"))
+    initial_calls = [s["id"] for s in call_list if s.get("initial") is True]
+    if len(initial_calls) != 1:
+        raise _fail("call_states", "exactly one state must be initial")
+    terminal = frozenset(
+        s["id"] for s in call_list if _bool(s.get("terminal", False), f"call_states.{s['id']}.terminal")
+    )
+    if initial_calls[0] in terminal:
+        raise _fail("call_states", "the initial state cannot be terminal")
+
+    event_list = _obj_list(top, "call_events")
+    _ids(event_list, "call_events")
+    call_events = MappingProxyType(
+        {
+            e["id"]: _one_of(e.get("provenance"), ("reported", "synthetic"), f"call_events.{e['id']}.provenance")
+            for e in event_list
+        }
+    )
+
+    call_transitions: list[CallTransition] = []
+    ct_list = _obj_list(top, "call_transitions")
+    _ids(ct_list, "call_transitions")
+    seen_pairs: set[tuple[str, str]] = set()
+    for t in ct_list:
+        where = f"call_transitions.{t['id']}"
+        src = _known(_str(_field(t, "from", where), f"{where}.from"), call_states, where, "call state")
+        event = _known(_str(_field(t, "event", where), f"{where}.event"), call_events, where, "call event")
+        dst = _known(_str(_field(t, "to", where), f"{where}.to"), call_states, where, "call state")
+        if src in terminal:
+            raise _fail(where, f"exit from terminal call state {src!r}")
+        if (src, event) in seen_pairs:
+            raise _fail(where, f"overlaps another row for ({src}, {event})")
+        seen_pairs.add((src, event))
+        call_transitions.append(CallTransition(t["id"], src, event, dst))
+
+    phase_list = _obj_list(top, "phases")
+    _ids(phase_list, "phases")
+    phases = MappingProxyType({p["id"]: _bool(_field(p, "locked", f"phases.{p['id']}"), "locked") for p in phase_list})
+
+    op_list = _obj_list(top, "operations")
+    _ids(op_list, "operations")
+    operations: dict[str, OperationSpec] = {}
+    for o in op_list:
+        where = f"operations.{o['id']}"
+        op_phases = tuple(
+            _known(_str(p, f"{where}.phases"), phases, where, "phase") for p in _list(_field(o, "phases", where), where)
+        )
+        if list(op_phases) != sorted(op_phases, key=list(phases).index) or len(set(op_phases)) != len(op_phases):
+            raise _fail(where, "phases must be distinct and in the order the phases list declares")
+        methods = tuple(
+            MappingProxyType({k: _str(v, f"{where}.methods.{k}") for k, v in _obj(m, f"{where}.methods").items()})
+            for m in _list(_field(o, "methods", where), f"{where}.methods")
+        )
+        operations[o["id"]] = OperationSpec(o["id"], op_phases, methods)
+
+    guards = tuple(_ids(_obj_list(top, "guards"), "guards"))
+    results = tuple(_ids(_obj_list(top, "results"), "results"))
+    reasons = tuple(_ids(_obj_list(top, "reasons"), "reasons"))
+    observed = tuple(_ids(_obj_list(top, "observed"), "observed"))
+
+    err_list = _obj_list(top, "errors")
+    _ids(err_list, "errors", key="code")
+    errors = MappingProxyType(
+        {
+            e["code"]: ErrorSpec(
+                code=e["code"],
+                kind=_one_of(e.get("kind"), ("TypeError", "RangeError"), f"errors.{e['code']}.kind"),
+                message=_str(_field(e, "message", f"errors.{e['code']}"), f"errors.{e['code']}.message"),
+                match=_one_of(e.get("match", "exact"), ("exact", "prefix"), f"errors.{e['code']}.match"),
+            )
+            for e in err_list
+        }
+    )
+
+    eff_list = _obj_list(top, "effects")
+    _ids(eff_list, "effects")
+    effects: dict[str, EffectSpec] = {}
+    for e in eff_list:
+        where = f"effects.{e['id']}"
+        run_to = e.get("run_to")
+        if run_to is not None:
+            _known(_str(run_to, f"{where}.run_to"), run_states, where, "run state")
+        call_event = e.get("call_event")
+        if call_event is not None:
+            _check_event_pattern(_str(call_event, f"{where}.call_event"), call_events, where)
+        effects[e["id"]] = EffectSpec(
+            id=e["id"],
+            caller_code=_bool(_field(e, "caller_code", where), f"{where}.caller_code"),
+            writes=_one_of(e.get("writes", "none"), ("current_run", "new_run", "none"), f"{where}.writes"),
+            run_to=run_to,
+            call_event=call_event,
+            errors=tuple(
+                _known(_str(x, f"{where}.errors"), errors, where, "error") for x in _list(e.get("errors", []), where)
+            ),
+        )
+
+    default = _obj(_field(top, "default", "table"), "default")
+    default_error = _known(_str(_field(default, "raise", "default"), "default.raise"), errors, "default", "error")
+    call_default = _obj(_field(top, "call_default", "table"), "call_default")
+    call_default_error = _known(
+        _str(_field(call_default, "raise", "call_default"), "call_default.raise"), errors, "call_default", "error"
+    )
+
+    defaulted: set[tuple[str, str]] = set()
+    for i, pair in enumerate(_list(top.get("defaulted", []), "defaulted")):
+        p = _obj(pair, f"defaulted[{i}]")
+        state = _known(_str(_field(p, "state", f"defaulted[{i}]"), "state"), run_states, f"defaulted[{i}]", "run state")
+        op = _known(_str(_field(p, "op", f"defaulted[{i}]"), "op"), operations, f"defaulted[{i}]", "operation")
+        defaulted.add((state, op))
+
+    rows = tuple(
+        _parse_row(r, run_states, initial_runs[0], closed, operations, guards, effects, results, reasons, observed, errors)
+        for r in _obj_list(top, "transitions")
+    )
+    _ids([{"id": r.id} for r in rows], "transitions")
+
+    inv_list = _obj_list(top, "invariants")
+    _ids(inv_list, "invariants")
+    invariants = MappingProxyType(
+        {i["id"]: _str(_field(i, "description", f"invariants.{i['id']}"), "description") for i in inv_list}
+    )
+
+    table = Table(
+        version=version,
+        options=options,
+        texts=texts,
+        run_states=run_states,
+        initial_run_state=initial_runs[0],
+        closed_run_states=closed,
+        call_states=call_states,
+        initial_call_state=initial_calls[0],
+        terminal_call_states=terminal,
+        call_events=call_events,
+        call_transitions=tuple(call_transitions),
+        phases=phases,
+        operations=MappingProxyType(operations),
+        guards=guards,
+        effects=MappingProxyType(effects),
+        results=results,
+        reasons=reasons,
+        observed=observed,
+        errors=errors,
+        default_error=default_error,
+        call_default_error=call_default_error,
+        defaulted=frozenset(defaulted),
+        transitions=rows,
+        invariants=invariants,
+    )
+    _check_overlaps(table)
+    _check_totality(table)
+    _check_reachability(table)
+    return table
+
+
+def _obj_list(top: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    return [_obj(item, f"{key}[{i}]") for i, item in enumerate(_list(_field(top, key, "table"), key))]
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if type(value) is not int or value < 1:
+        raise _fail(where, "must be a positive integer")
+    return value
+
+
+def _one_of(value: Any, allowed: tuple[str, ...], where: str) -> str:
+    if value not in allowed:
+        raise _fail(where, f"must be one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _check_event_pattern(pattern: str, events: Mapping[str, str], where: str) -> None:
+    # "report_<status>" names the family report_success / report_error / report_cancelled.
+    if "<status>" in pattern:
+        if not any(e.startswith(pattern.replace("<status>", "")) for e in events):
+            raise _fail(where, f"call_event {pattern!r} matches no call event")
+    elif pattern not in events:
+        raise _fail(where, f"unknown call event {pattern!r}")
+
+
+def _parse_row(
+    r: Mapping[str, Any],
+    run_states: tuple[str, ...],
+    initial: str,
+    closed: frozenset[str],
+    operations: Mapping[str, OperationSpec],
+    guards: tuple[str, ...],
+    effects: Mapping[str, EffectSpec],
+    results: tuple[str, ...],
+    reasons: tuple[str, ...],
+    observed: tuple[str, ...],
+    errors: Mapping[str, ErrorSpec],
+) -> Row:
+    rid = _str(_field(r, "id", "transitions[]"), "transitions[].id")
+    where = f"transitions.{rid}"
+    op = _known(_str(_field(r, "op", where), f"{where}.op"), operations, where, "operation")
+    phase = _str(_field(r, "phase", where), f"{where}.phase")
+    if phase not in operations[op].phases:
+        raise _fail(where, f"unknown phase {phase!r} for operation {op!r}")
+    raw_from = _field(r, "from", where)
+    if raw_from == "*":
+        from_states = run_states
+    else:
+        from_states = tuple(
+            _known(_str(s, f"{where}.from"), run_states, where, "run state") for s in _list(raw_from, f"{where}.from")
+        )
+        if not from_states or len(set(from_states)) != len(from_states):
+            raise _fail(where, "from must list distinct states")
+    guard = r.get("guard")
+    if guard is not None:
+        _known(_str(guard, f"{where}.guard"), guards, where, "guard")
+    row_effects = tuple(
+        _known(_str(e, f"{where}.effects"), effects, where, "effect") for e in _list(r.get("effects", []), where)
+    )
+    raw_to = r.get("to")
+    if raw_to is None:
+        to: tuple[str, ...] = ()
+    elif isinstance(raw_to, str):
+        to = (_known(raw_to, run_states, where, "run state"),)
+    else:
+        to = tuple(_known(_str(s, f"{where}.to"), run_states, where, "run state") for s in _list(raw_to, f"{where}.to"))
+        if len(to) < 2:
+            raise _fail(where, "a list of targets needs at least two states (use a string for one)")
+    to_by = r.get("to_by")
+    if (len(to) > 1) != (to_by is not None):
+        raise _fail(where, "to_by is required exactly when to lists several states")
+    if to_by is not None:
+        _str(to_by, f"{where}.to_by")
+
+    writes = {effects[e].writes for e in row_effects}
+    if "current_run" in writes and any(s in closed or s == initial for s in from_states):
+        bad = next(s for s in from_states if s in closed or s == initial)
+        raise _fail(where, f"rewrites the current generation in state {bad!r} (a closed generation has no exits)")
+    if to and "new_run" not in writes and any(s in closed for s in from_states):
+        bad = next(s for s in from_states if s in closed)
+        raise _fail(where, f"exit from closed state {bad!r} without start_generation")
+
+    raw_result = r.get("result")
+    result: RowResult | None = None
+    if raw_result is not None:
+        res = _obj(raw_result, f"{where}.result")
+        kinds = [k for k in ("reject", "raise", "return") if k in res]
+        if len(kinds) != 1:
+            raise _fail(where, "result must have exactly one of reject, raise, return")
+        kind = kinds[0]
+        name = _str(res[kind], f"{where}.result.{kind}")
+        if kind == "reject":
+            _known(name, reasons, where, "reason")
+            call_id = _one_of(res.get("call_id"), ("argument", "none"), f"{where}.result.call_id")
+            obs = _known(_str(res.get("observed"), f"{where}.result.observed"), observed, where, "observed kind")
+            result = RowResult(kind, name, call_id, obs)
+        elif kind == "raise":
+            result = RowResult(kind, _known(name, errors, where, "error"))
+        else:
+            result = RowResult(kind, _known(name, results, where, "result"))
+    if result is None and to:
+        raise _fail(where, "a row that moves the state must end the operation (give it a result)")
+    return Row(
+        id=rid,
+        op=op,
+        phase=phase,
+        from_states=from_states,
+        guard=guard,
+        effects=row_effects,
+        to=to,
+        to_by=to_by,
+        result=result,
+        catalogue=_catalogue(r.get("catalogue"), f"{where}.catalogue"),
+    )
+
+
+
+def _check_overlaps(table: Table) -> None:
+    for op_id, op in table.operations.items():
+        for phase in op.phases:
+            for state in table.run_states:
+                rows = table.rows_for(op_id, phase, state)
+                guards_seen: set[str] = set()
+                for index, row in enumerate(rows):
+                    if row.guard is None:
+                        if index != len(rows) - 1:
+                            shadowed = rows[index + 1].id
+                            raise _fail(
+                                f"transitions.{shadowed}",
+                                f"can never fire in state {state!r}: row {row.id!r} before it has no guard",
+                            )
+                    elif row.guard in guards_seen:
+                        raise _fail(
+                            f"transitions.{row.id}",
+                            f"guard {row.guard!r} overlaps an earlier row of ({op_id}, {phase}, {state})",
+                        )
+                    else:
+                        guards_seen.add(row.guard)
+
+
+def covering_row(table: Table, state: str, op: str) -> Row | None:
+    """The unguarded row that ends ``op`` when started in ``state`` and nothing else changes it."""
+    for phase in table.operations[op].phases:
+        for row in table.rows_for(op, phase, state):
+            if row.guard is None and row.result is not None:
+                return row
+    return None
+
+
+def _check_totality(table: Table) -> None:
+    for state in table.run_states:
+        for op in table.operations:
+            covered = covering_row(table, state, op) is not None
+            if covered and (state, op) in table.defaulted:
+                raise _fail("defaulted", f"({state}, {op}) is listed as defaulted but rows cover it")
+            if not covered and (state, op) not in table.defaulted:
+                raise _fail(
+                    "transitions",
+                    f"missing pair ({state}, {op}): no unguarded row ends it and it is not listed in defaulted",
+                )
+
+
+def _check_reachability(table: Table) -> None:
+    reached = {table.initial_run_state}
+    frontier = [table.initial_run_state]
+    while frontier:
+        state = frontier.pop()
+        for row in table.transitions:
+            if state not in row.from_states:
+                continue
+            targets = list(row.to)
+            targets += [table.effects[e].run_to for e in row.effects if table.effects[e].run_to]  # type: ignore[misc]
+            for target in targets:
+                if target not in reached:
+                    reached.add(target)
+                    frontier.append(target)
+    for state in table.run_states:
+        if state not in reached:
+            raise _fail("run_states", f"state {state!r} is unreachable from {table.initial_run_state!r}")
+
+    calls_reached = {table.initial_call_state}
+    changed = True
+    while changed:
+        changed = False
+        for t in table.call_transitions:
+            if t.from_state in calls_reached and t.to not in calls_reached:
+                calls_reached.add(t.to)
+                changed = True
+    for state in table.call_states:
+        if state not in calls_reached:
+            raise _fail("call_states", f"state {state!r} is unreachable from {table.initial_call_state!r}")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def table_path() -> Path:
+    """Where the table is read from: inside the installed package, else the source tree's ``spec/``."""
+    packaged = resources.files(__package__ or "tool_call_closure").joinpath("_spec").joinpath("machine.json")
+    if packaged.is_file():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parents[2] / "spec" / "machine.json"
+    if source.is_file():
+        return source
+    raise TableError("transition table not found: neither the package's _spec/ nor spec/ holds machine.json")
+
+
+def load_table(text: str | None = None) -> Table:
+    """Parse and validate a table from JSON ``text`` (default: the shipped table)."""
+    if text is None:
+        text = table_path().read_text(encoding="utf-8")
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise TableError(f"invalid transition table: not JSON: {exc}", code="table_invalid") from None
+    return parse_table(raw)
+
+
+TABLE_TEXT: Final = table_path().read_text(encoding="utf-8")
+TABLE: Final = load_table(TABLE_TEXT)
