@@ -88,6 +88,7 @@ class ToolCallClosure:
         "_registry",
         "_run",
         "_superseded_message",
+        "_trace",
     )
 
     def __init__(
@@ -119,6 +120,8 @@ class ToolCallClosure:
         self._diagnostics: list[Rejection] = []
         # id(snapshot) -> snapshot, weakly: exports accept exactly the objects this instance produced.
         self._registry: weakref.WeakValueDictionary[int, Snapshot] = weakref.WeakValueDictionary()
+        # When a list, the id of every row that fires is appended (coverage of the table by tests and vectors).
+        self._trace: list[str] | None = None
         self._use_machine(MACHINE)
 
     def _use_machine(self, machine: Machine) -> None:

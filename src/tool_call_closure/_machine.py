@@ -219,6 +219,8 @@ class Machine:
                     for compiled in by_state[run.state if run is not None else "none"]:
                         if compiled.guard is not None and not compiled.guard(ctx):
                             continue
+                        if closure._trace is not None:
+                            closure._trace.append(compiled.row.id)
                         for effect in compiled.effects:
                             effect(ctx)
                         if compiled.to is not None or compiled.to_by is not None:

@@ -202,7 +202,8 @@ def generation_changed(ctx: Context) -> bool:
 def snapshot_foreign(ctx: Context) -> bool:
     # Identity only: id() and `is` never run caller code, so a forged object is refused unread.
     candidate = ctx.snapshot_arg
-    return ctx.closure._registry.get(id(candidate)) is not candidate
+    produced = ctx.closure._registry.get(id(candidate))
+    return produced is None or produced is not candidate
 
 
 def snapshot_open(ctx: Context) -> bool:

@@ -402,8 +402,8 @@ def parse_table(raw: Any) -> Table:
         invariants=invariants,
     )
     _check_overlaps(table)
-    _check_totality(table)
     _check_reachability(table)
+    _check_totality(table)
     return table
 
 
