@@ -215,6 +215,8 @@ class Server:
                 self._error(request_id, depth, "ProtocolError", f"unknown cmd {command!r}")
         except ProtocolFailure as exc:
             self._error(request_id, depth, "ProtocolError", str(exc))
+        except Exception as exc:  # noqa: BLE001 - the server keeps serving whatever happens
+            self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
 
     def _hello(self, request_id: Any, request: dict[str, Any]) -> None:
         if request.get("protocol") != PROTOCOL_VERSION:
@@ -261,9 +263,14 @@ class Server:
                 value: Any = closure.active_generation
             else:
                 absent_as = self._parameters[method]
-                call_args = [absent_as[i] if arg is ABSENT else arg for i, arg in enumerate(args[: len(absent_as))])]
+                call_args = [absent_as[i] if arg is ABSENT else arg for i, arg in enumerate(args[: len(absent_as)])]
                 value = getattr(closure, attribute)(*call_args)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a response
+            self._report(request_id, depth, exc)
+            return
+        try:
+            text = to_json(value)
+        except Exception as exc:  # noqa: BLE001 - a value the reference cannot write is its own defect
             self._report(request_id, depth, exc)
             return
         if isinstance(value, BeginResult):
@@ -271,7 +278,7 @@ class Server:
             self._results[request_id] = value.superseded
         else:
             self._results[request_id] = value
-        self._write(request_id, depth, "ok", to_json(value))
+        self._write(request_id, depth, "ok", text)
 
     def _report(self, request_id: Any, depth: int, exc: Exception) -> None:
         if isinstance(exc, ToolCallClosureError):

@@ -1,0 +1,181 @@
+"""Driving a protocol v1 subject: a subprocess, or the reference in process.
+
+Theory of operation
+-------------------
+A *subject* is anything that serves protocol v1 (``spec/protocol.md``).  The
+runner, the differential fuzzer and the tests talk to every subject through
+one interface, :class:`Subject`: send one request, get back the list of
+response lines it caused — the nested responses first, then the request's own
+(the first line without ``"nested"``).
+
+:class:`ProcessSubject` runs a command and talks over its pipes.  A reader
+thread moves stdout lines into a queue, so every request has a timeout; the
+subject's stderr is collected for reports.  A subject that dies or times out
+raises :class:`SubjectError`, which runners report as *errored* (the harness
+broke), never as *failed* (the behaviour differs).
+
+:class:`InProcessSubject` runs the reference's own :class:`~._serve.Server`
+in this process: the same bytes, without a subprocess.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import IO, Any, Final
+
+from ._machine import MACHINE, Machine
+from ._serve import Server
+
+__all__ = ["DEFAULT_TIMEOUT", "InProcessSubject", "ProcessSubject", "Subject", "SubjectError", "reference_command"]
+
+DEFAULT_TIMEOUT: Final = 10.0
+
+
+class SubjectError(Exception):
+    """The subject crashed, hung, or wrote something that is not a response line."""
+
+
+class Subject:
+    """One conversation with a protocol v1 subject."""
+
+    def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+        """Send one request; return the parsed response lines it caused, the request's own last."""
+        raise NotImplementedError
+
+    def stderr_text(self) -> str:
+        """What the subject wrote to stderr so far (for reports)."""
+        return ""
+
+    def close(self) -> None:
+        """End the conversation (sends ``bye`` if the subject is alive)."""
+
+    def __enter__(self) -> Subject:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _encode(request: dict[str, Any] | str) -> str:
+    if isinstance(request, str):
+        return request
+    from ._ecma import json_stringify
+
+    return json_stringify(request)
+
+
+def _parse_response(line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        raise SubjectError(f"subject wrote a line that is not JSON: {line[:200]!r}") from exc
+    if not isinstance(value, dict):
+        raise SubjectError(f"subject wrote a JSON value that is not an object: {line[:200]!r}")
+    return value
+
+
+class InProcessSubject(Subject):
+    """The reference itself, without a subprocess (the runner's default subject)."""
+
+    def __init__(self, machine: Machine = MACHINE) -> None:
+        self._buffer = io.BytesIO()
+        self._server = Server(self._buffer, machine)
+
+    def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._server.handle_line(_encode(request))
+        lines = self._buffer.getvalue().decode("utf-8").split("\n")
+        return [_parse_response(line) for line in lines if line]
+
+    def raw_lines(self) -> list[str]:
+        """The exact text of the last request's response lines."""
+        return [line for line in self._buffer.getvalue().decode("utf-8").split("\n") if line]
+
+
+class ProcessSubject(Subject):
+    """A subject running as a subprocess (for example ``node adapter.cjs index.cjs``)."""
+
+    def __init__(self, command: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None):
+        self.command = list(command)
+        self.timeout = timeout
+        try:
+            self._process = subprocess.Popen(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, **(env or {})},
+            )
+        except OSError as exc:
+            raise SubjectError(f"cannot start subject {self.command!r}: {exc}") from exc
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._stderr: list[bytes] = []
+        assert self._process.stdout is not None and self._process.stderr is not None
+        threading.Thread(target=self._pump, args=(self._process.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self._process.stderr,), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
+        for line in iter(stream.readline, b""):
+            lines.put(line)
+        lines.put(None)
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        for chunk in iter(lambda: stream.read(4096), b""):
+            self._stderr.append(chunk)
+
+    def stderr_text(self) -> str:
+        return b"".join(self._stderr).decode("utf-8", "replace")
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(_encode(request).encode("utf-8") + b"\n")
+            stdin.flush()
+        except OSError as exc:
+            raise SubjectError(f"subject closed its input: {exc}") from exc
+        responses: list[dict[str, Any]] = []
+        while True:
+            try:
+                raw = self._lines.get(timeout=self.timeout)
+            except queue.Empty:
+                raise SubjectError(f"subject did not answer within {self.timeout:g} s") from None
+            if raw is None:
+                code = self._process.wait()
+                raise SubjectError(f"subject exited with status {code} before answering")
+            response = _parse_response(raw.decode("utf-8", "replace").rstrip("\n"))
+            responses.append(response)
+            if "nested" not in response:
+                return responses
+
+    def close(self) -> None:
+        if self.alive():
+            try:
+                self.send({"id": "bye", "cmd": "bye"})
+            except SubjectError:
+                pass
+        try:
+            self._process.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def reference_command() -> list[str]:
+    """The command that runs this reference as a subprocess subject."""
+    return [sys.executable, "-m", "tool_call_closure", "serve"]
