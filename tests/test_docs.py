@@ -1,0 +1,51 @@
+"""Generated documentation stays current, and the README's commands are the ones CI runs.
+
+Regenerate with ``UPDATE_DOCS=1 python -m pytest tests/test_docs.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from tool_call_closure._diagram import mermaid
+from tool_call_closure._table import TABLE
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "<!-- diagram:start -->", "<!-- diagram:end -->"
+
+
+def _check_or_update(path: Path, expected: str) -> None:
+    if os.environ.get("UPDATE_DOCS"):
+        path.write_text(expected, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == expected, f"{path.name} is stale: run UPDATE_DOCS=1 pytest {__file__}"
+
+
+def test_spec_diagram_is_generated_from_the_table() -> None:
+    _check_or_update(ROOT / "spec" / "diagram.md", "# State diagrams\n\n" + mermaid(TABLE))
+
+
+def test_readme_diagram_is_generated_from_the_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    before, rest = readme.split(START)
+    _, after = rest.split(END)
+    _check_or_update(ROOT / "README.md", f"{before}{START}\n{mermaid(TABLE)}{END}{after}")
+
+
+def test_a_changed_table_changes_the_diagram() -> None:
+    from tables import modified, row
+
+    changed = modified(lambda raw: row(raw, "close.commit.close").update(to=["error", "cancelled", "complete"]))
+    assert "open --> complete: close complete, seal" in mermaid(changed)
+    assert "open --> complete: seal\n" in mermaid(TABLE)
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^(python -m pip install .+?)\s+#", readme, flags=re.M)
+    assert len(commands) == 2, commands
+    test_command = commands[1].strip()
+    assert "pytest" in test_command
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert test_command in ci.splitlines()
