@@ -117,9 +117,9 @@ def test_every_method_over_a_lifecycle() -> None:
         f'[{{"id":"a","name":"t","state":"success","settlement":{settlement_a}}},'
         f'{{"id":"b","name":"u","state":"error","settlement":{settlement_b}}}]'
     )
-    diagnostics = (
-        '[{"accepted":false,"reason":"duplicate_settlement","callId":"a","generation":1,"observedStatus":null},'
-        '{"accepted":false,"reason":"unknown_call","callId":"zz","generation":1,"observedStatus":null}]'
+    diagnostics = (  # a diagnostic is the rejection without "accepted" (SET-11, DIAG-1)
+        '[{"reason":"duplicate_settlement","callId":"a","generation":1,"observedStatus":null},'
+        '{"reason":"unknown_call","callId":"zz","generation":1,"observedStatus":null}]'
     )
     snapshot = f'{{"generation":1,"closed":true,"closeReason":{{"status":"complete"}},"calls":{calls},"diagnostics":{diagnostics}}}'
     error_b = '{\\"error\\":{\\"code\\":\\"E\\",\\"message\\":\\"bad\\"}}'

@@ -30,7 +30,7 @@ from ._ecma import json_stringify, truncate_utf8
 from ._errors import spec_error
 from ._machine import MACHINE, Context, Machine, Run
 from ._table import TABLE
-from ._values import BatchHandle, BeginResult, Rejection, SettlementResult, Snapshot
+from ._values import BeginResult, Diagnostic, Rejection, SettlementResult, Snapshot
 
 __all__ = ["Limits", "ToolCallClosure", "create_tool_call_closure", "to_json"]
 
@@ -117,7 +117,7 @@ class ToolCallClosure:
         self._lock = threading.Lock()
         self._generation = 0
         self._run: Run | None = None
-        self._diagnostics: list[Rejection] = []
+        self._diagnostics: list[Diagnostic] = []
         # id(snapshot) -> snapshot, weakly: exports accept exactly the objects this instance produced.
         self._registry: weakref.WeakValueDictionary[int, Snapshot] = weakref.WeakValueDictionary()
         # When a list, the id of every row that fires is appended (coverage of the table by tests and vectors).

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ._absent import ABSENT
 from ._errors import TableError, spec_error
 from ._table import TABLE, Row, Table
-from ._values import BatchHandle, CallSnapshot, CloseReason, Rejection, Settlement, Snapshot
+from ._values import BatchHandle, CallSnapshot, CloseReason, Diagnostic, Rejection, Settlement, Snapshot
 
 if TYPE_CHECKING:
     from ._closure import ToolCallClosure
@@ -260,16 +260,13 @@ class Machine:
     @staticmethod
     def _reject(ctx: Context, compiled: CompiledRow) -> Rejection:
         closure = ctx.closure
-        rejection = Rejection(
-            compiled.reject,  # type: ignore[arg-type]
-            ctx.call_id if compiled.reject_call_id else None,
-            ctx.reject_generation,
-            compiled.observed(ctx) if compiled.observed is not None else None,  # type: ignore[arg-type]
-        )
+        reason = compiled.reject
+        call_id = ctx.call_id if compiled.reject_call_id else None
+        observed = compiled.observed(ctx) if compiled.observed is not None else None
         diagnostics = closure._diagnostics
         if len(diagnostics) < closure._limits.max_diagnostics:
-            diagnostics.append(rejection)  # the same frozen object: a diagnostic is identical to the rejection
-        return rejection
+            diagnostics.append(Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
+        return Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
 
 
 def _state_name(closure: ToolCallClosure) -> str:

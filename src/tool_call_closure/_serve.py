@@ -93,7 +93,7 @@ class Hook:
         if not isinstance(calls, list):
             raise ProtocolFailure("$hook.calls must be an array")
         throw = spec.get("throw")
-        if throw is not None and not isinstance(throw, str):
+        if "throw" in spec and not isinstance(throw, str):
             raise ProtocolFailure("$hook.throw must be a string")
         unknown = sorted(set(spec) - {"calls", "then", "throw"})
         if unknown:
@@ -138,7 +138,7 @@ class Hook:
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
     """What each parameter of ``method`` takes when its argument is absent: its default, else None."""
     defaults = []
-    for parameter in inspect.signature(method).parameters.values():
+    for parameter in list(inspect.signature(method).parameters.values())[1:]:  # after self
         defaults.append(None if parameter.default is inspect.Parameter.empty else parameter.default)
     return tuple(defaults)
 
@@ -219,8 +219,9 @@ class Server:
             self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
 
     def _hello(self, request_id: Any, request: dict[str, Any]) -> None:
-        if request.get("protocol") != PROTOCOL_VERSION:
-            raise ProtocolFailure(f"unsupported protocol {request.get('protocol')!r}; this subject speaks 1")
+        version = request.get("protocol")
+        if type(version) is not int or version != PROTOCOL_VERSION:
+            raise ProtocolFailure(f"unsupported protocol {to_json(version)}; this subject speaks 1")
         response = {"protocol": PROTOCOL_VERSION, "implementation": IMPLEMENTATION, "capabilities": CAPABILITIES}
         body = to_json(response)
         line = '{"id":' + to_json(request_id) + "," + body[1:] + "\n"
@@ -248,29 +249,45 @@ class Server:
 
     def _call(self, request_id: Any, request: dict[str, Any], depth: int) -> None:
         closure = self._closure
-        if closure is None:
-            raise ProtocolFailure("no current instance: send new first")
         method = request.get("method")
-        if not isinstance(method, str) or method not in METHODS:
-            raise ProtocolFailure(f"unknown method {method!r}")
         raw_args = request.get("args", [])
-        if not isinstance(raw_args, list):
-            raise ProtocolFailure("args must be an array")
-        args = [self.decode(arg, depth, allow_absent=True, allow_error=True) for arg in raw_args]
+        problem = (
+            "no current instance: send new first"
+            if closure is None
+            else f"unknown method {method!r}"
+            if not isinstance(method, str) or method not in METHODS
+            else "args must be an array"
+            if not isinstance(raw_args, list)
+            else None
+        )
+        if problem is not None:
+            self._results.pop(request_id, None)
+            raise ProtocolFailure(problem)
+        assert closure is not None and isinstance(method, str) and isinstance(raw_args, list)
+        try:
+            args = [self.decode(arg, depth, allow_absent=True, allow_error=True) for arg in raw_args]
+        except ProtocolFailure:
+            self._results.pop(request_id, None)  # a repeated id refers to its latest request, even a failed one
+            raise
         attribute = METHODS[method]
         try:
             if method == "activeGeneration":
                 value: Any = closure.active_generation
             else:
                 absent_as = self._parameters[method]
-                call_args = [absent_as[i] if arg is ABSENT else arg for i, arg in enumerate(args[: len(absent_as)])]
+                # Missing and $undefined arguments take what the parameter takes when absent; extras are ignored.
+                call_args = [
+                    args[i] if i < len(args) and args[i] is not ABSENT else absent for i, absent in enumerate(absent_as)
+                ]
                 value = getattr(closure, attribute)(*call_args)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a response
+            self._results.pop(request_id, None)
             self._report(request_id, depth, exc)
             return
         try:
             text = to_json(value)
         except Exception as exc:  # noqa: BLE001 - a value the reference cannot write is its own defect
+            self._results.pop(request_id, None)
             self._report(request_id, depth, exc)
             return
         if isinstance(value, BeginResult):
@@ -351,7 +368,7 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None, machi
         except UnicodeDecodeError:
             server._error(None, 0, "ProtocolError", "request is not valid UTF-8")
             continue
-        if not line.strip():
+        if not line.strip(" \t\r\n"):
             continue
         server.handle_line(line)
         if server.finished:

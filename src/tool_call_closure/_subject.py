@@ -28,12 +28,23 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any, Final
 
 from ._machine import MACHINE, Machine
 from ._serve import Server
 
-__all__ = ["DEFAULT_TIMEOUT", "InProcessSubject", "ProcessSubject", "Subject", "SubjectError", "reference_command"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "InProcessSubject",
+    "ProcessSubject",
+    "Subject",
+    "SubjectError",
+    "locate_original",
+    "node_adapter",
+    "original_command",
+    "reference_command",
+]
 
 DEFAULT_TIMEOUT: Final = 10.0
 
@@ -179,3 +190,22 @@ class ProcessSubject(Subject):
 def reference_command() -> list[str]:
     """The command that runs this reference as a subprocess subject."""
     return [sys.executable, "-m", "tool_call_closure", "serve"]
+
+
+def node_adapter() -> Path:
+    """The Node adapter that serves protocol v1 for the JavaScript original (shipped in the package)."""
+    return Path(__file__).resolve().parent / "_node" / "adapter.cjs"
+
+
+def locate_original() -> Path | None:
+    """The original's ``index.cjs``: ``$TCC_JS``, else ``../shared/seed/…`` beside the source checkout."""
+    configured = os.environ.get("TCC_JS")
+    if configured:
+        return Path(configured)
+    beside = Path(__file__).resolve().parents[3] / "shared" / "seed" / "tool-call-closure-1.0.0" / "src" / "index.cjs"
+    return beside if beside.is_file() else None
+
+
+def original_command(original: Path) -> list[str]:
+    """The command that runs the JavaScript original as a subject."""
+    return ["node", str(node_adapter()), str(original)]

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 __all__ = [
     "COMPLETE",
     "Accepted",
+    "Diagnostic",
     "BatchHandle",
     "BeginResult",
     "CallSnapshot",
@@ -146,8 +147,27 @@ class CallSnapshot:
 
 @final
 @dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """The record a rejection leaves in its generation's diagnostics: the rejection without ``accepted``."""
+
+    reason: RejectionReason
+    call_id: str | None
+    generation: int | None
+    observed_status: ObservedStatus
+
+    def __json__(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "callId": self.call_id,
+            "generation": self.generation,
+            "observedStatus": self.observed_status,
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class Rejection:
-    """A refused operation; also the form of a diagnostic.
+    """A refused operation, returned instead of raising; it is also recorded as a :class:`Diagnostic`.
 
     ``call_id`` is the caller's id for the settle family and ``None`` for
     close and seal; ``generation`` is the handle's generation when that is a
@@ -201,7 +221,7 @@ class Snapshot:
     closed: bool
     close_reason: CloseReason | None
     calls: tuple[CallSnapshot, ...]
-    diagnostics: tuple[Rejection, ...]
+    diagnostics: tuple[Diagnostic, ...]
 
     def __json__(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,91 @@
+"""When do two protocol responses agree? (``spec/protocol.md``, Agreement between implementations)
+
+Theory of operation
+-------------------
+Responses agree when they are equal after parsing — object key order
+included, because the original's key order is part of the spec — except for
+error messages, which are compared as the spec's ``errors`` list says: an
+``exact`` message must be equal, a ``prefix`` message must start with the
+reference's text (its tail is engine-specific), and a ``ProtocolError``'s
+message is free text and not compared.  An error's ``code`` is compared only
+when both sides send one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._table import TABLE
+
+__all__ = ["diff_response", "diff_responses", "same_value"]
+
+
+def same_value(left: Any, right: Any) -> bool:
+    """Structural equality of parsed JSON with object key order significant (1 and 1.0 are equal)."""
+    if isinstance(left, dict) and isinstance(right, dict):
+        return list(left) == list(right) and all(same_value(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(same_value(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, bool) or isinstance(right, bool):
+        return left is right
+    if isinstance(left, (int, float)) and isinstance(right, (int, float)):
+        return left == right
+    return type(left) is type(right) and bool(left == right)
+
+
+def _short(value: Any, limit: int = 400) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _diff_error(expected: dict[str, Any], actual: dict[str, Any]) -> str | None:
+    if not isinstance(actual, dict):
+        return f"error is not an object: {_short(actual)}"
+    if expected.get("kind") != actual.get("kind"):
+        return f"error kind {actual.get('kind')!r}, expected {expected.get('kind')!r} ({expected.get('message')!r})"
+    if expected["kind"] == "ProtocolError":
+        return None
+    code = expected.get("code")
+    if code is not None and actual.get("code") is not None and actual.get("code") != code:
+        return f"error code {actual.get('code')!r}, expected {code!r}"
+    message, got = expected.get("message"), actual.get("message")
+    spec = TABLE.errors.get(code) if isinstance(code, str) else None
+    if spec is not None and spec.match == "prefix":
+        if not (isinstance(got, str) and isinstance(message, str) and got.startswith(message)):
+            return f"error message {got!r} does not start with {message!r}"
+    elif got != message:
+        return f"error message {got!r}, expected {message!r}"
+    return None
+
+
+def diff_response(expected: dict[str, Any], actual: dict[str, Any]) -> str | None:
+    """How ``actual`` differs from the reference's ``expected`` response, or None if they agree."""
+    for key in ("id", "nested"):
+        if not same_value(expected.get(key), actual.get(key)):
+            return f"{key} {_short(actual.get(key))}, expected {_short(expected.get(key))}"
+    if "error" in expected:
+        if "error" not in actual:
+            return f"answered {_short(actual)}, expected an error {_short(expected['error'])}"
+        return _diff_error(expected["error"], actual["error"])
+    if "error" in actual:
+        return f"raised {_short(actual['error'])}, expected {_short({k: v for k, v in expected.items() if k != 'id'})}"
+    expected_rest = {k: v for k, v in expected.items() if k not in ("id", "nested")}
+    actual_rest = {k: v for k, v in actual.items() if k not in ("id", "nested")}
+    if not same_value(expected_rest, actual_rest):
+        return f"answered {_short(actual_rest)}, expected {_short(expected_rest)}"
+    return None
+
+
+def diff_responses(expected: Sequence[dict[str, Any]], actual: Sequence[dict[str, Any]]) -> str | None:
+    """The first difference between the response lines of one request, or None."""
+    for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
+        problem = diff_response(want, got)
+        if problem is not None:
+            where = "nested response" if "nested" in want else "response"
+            return f"{where} {index + 1}: {problem}"
+    if len(expected) != len(actual):
+        return f"{len(actual)} response lines, expected {len(expected)}"
+    return None
