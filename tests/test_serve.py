@@ -154,11 +154,20 @@ def test_handle_tags_forged_and_stale() -> None:
         call(5, "close", {"$forgedHandle": 1.5}),
         call(6, "seal", {"$handle": 3}),
     )
-    assert out[2] == '{"id":2,"ok":{"accepted":false,"reason":"stale_generation","callId":"a","generation":1,"observedStatus":"success"}}'
+    assert (
+        out[2]
+        == '{"id":2,"ok":{"accepted":false,"reason":"stale_generation","callId":"a","generation":1,"observedStatus":"success"}}'
+    )
     superseded = json.loads(out[3])["ok"]["superseded"]
     assert [c["settlement"]["code"] for c in superseded["calls"]] == ["superseded", "superseded"]
-    assert out[4] == '{"id":4,"ok":{"accepted":false,"reason":"stale_generation","callId":"a","generation":1,"observedStatus":"success"}}'
-    assert out[5] == '{"id":5,"ok":{"accepted":false,"reason":"stale_generation","callId":null,"generation":null,"observedStatus":null}}'
+    assert (
+        out[4]
+        == '{"id":4,"ok":{"accepted":false,"reason":"stale_generation","callId":"a","generation":1,"observedStatus":"success"}}'
+    )
+    assert (
+        out[5]
+        == '{"id":5,"ok":{"accepted":false,"reason":"stale_generation","callId":null,"generation":null,"observedStatus":null}}'
+    )
     assert json.loads(out[6])["error"]["kind"] == "ProtocolError"
 
 
@@ -174,7 +183,9 @@ def test_snapshot_and_clone_tags() -> None:
         call(7, "toOpenAIChatCompletions", {"$snapshot": 4}),
         call(8, "succeed", {"$handle": 2}, "b", {"$clone": 2}),
     )
-    assert out[3].startswith('{"id":3,"ok":[{"role":"tool","tool_call_id":"a","content":"{\\"error\\":{\\"code\\":\\"superseded\\"')
+    assert out[3].startswith(
+        '{"id":3,"ok":[{"role":"tool","tool_call_id":"a","content":"{\\"error\\":{\\"code\\":\\"superseded\\"'
+    )
     assert out[4] == (
         '{"id":4,"error":{"kind":"TypeError","message":"snapshot must be a ToolCallClosure snapshot",'
         '"code":"snapshot_foreign"}}'

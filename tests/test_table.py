@@ -13,8 +13,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from tables import RAW, closure_for, modified, raw_table, row
 
+from tables import RAW, closure_for, modified, raw_table, row
 from tool_call_closure import TableError, ToolCallClosure, UsageError
 from tool_call_closure._machine import MACHINE, Machine
 from tool_call_closure._table import TABLE, covering_row, load_table
@@ -41,7 +41,13 @@ def test_shipped_table_loads_and_names_the_model() -> None:
     assert TABLE.closed_run_states == {"complete", "error", "cancelled"}
     assert TABLE.call_states == ("pending", "success", "error", "cancelled")
     assert TABLE.terminal_call_states == {"success", "error", "cancelled"}
-    assert set(TABLE.reasons) == {"stale_generation", "run_closed", "unknown_call", "duplicate_settlement", "pending_calls"}
+    assert set(TABLE.reasons) == {
+        "stale_generation",
+        "run_closed",
+        "unknown_call",
+        "duplicate_settlement",
+        "pending_calls",
+    }
     assert set(TABLE.operations) == {"begin", "settle", "close", "seal", "snapshot", "active_generation", "export"}
     forms = {m["python"] for m in TABLE.operations["settle"].methods}
     assert forms == {"settle", "succeed", "fail", "cancel"}
@@ -65,7 +71,9 @@ def _refused(change: Any, *fragments: str) -> None:
 
 
 def test_refuses_unknown_guard() -> None:
-    _refused(lambda raw: row(raw, "settle.admit.stale").update(guard="handle_is_stale"), "unknown guard 'handle_is_stale'")
+    _refused(
+        lambda raw: row(raw, "settle.admit.stale").update(guard="handle_is_stale"), "unknown guard 'handle_is_stale'"
+    )
 
 
 def test_refuses_unknown_effect() -> None:
@@ -122,7 +130,9 @@ def test_refuses_unreachable_call_state() -> None:
 
 def test_refuses_exit_from_terminal_call_state() -> None:
     def change(raw: dict[str, Any]) -> None:
-        raw["call_transitions"].append({"id": "call.retry", "from": "error", "event": "report_success", "to": "success"})
+        raw["call_transitions"].append(
+            {"id": "call.retry", "from": "error", "event": "report_success", "to": "success"}
+        )
 
     _refused(change, "exit from terminal call state 'error'")
 
@@ -247,7 +257,8 @@ def test_every_state_operation_pair_follows_its_row(state: str, op: str) -> None
     """h2-style totality: from every run state, every operation ends by a row of that (state, operation)
     (none takes the default), and an operation that rejects or raises leaves the state unchanged."""
     assert set(OPERATIONS) == set(TABLE.operations)
-    assert covering_row(TABLE, state, op) is not None and (state, op) not in TABLE.defaulted
+    assert covering_row(TABLE, state, op) is not None
+    assert (state, op) not in TABLE.defaulted
     closure, handle = _closure_in(state)
     before = _observable(closure)
     closure._trace = []
@@ -261,7 +272,8 @@ def test_every_state_operation_pair_follows_its_row(state: str, op: str) -> None
     assert final.result is not None, final.id
     assert state in final.from_states, final.id
     if raised is not None:
-        assert final.result.kind == "raise" and raised.code == final.result.name
+        assert final.result.kind == "raise"
+        assert raised.code == final.result.name
         assert _observable(closure) == before  # I4: a refused operation changes nothing
     elif final.result.kind == "reject":
         assert result.reason == final.result.name
@@ -312,7 +324,7 @@ def test_changing_a_rows_states_changes_which_row_fires() -> None:
     closure.close(handle)
     late = closure.settle(handle, "a", {"status": "error", "code": "late", "message": 5})
     assert (late.reason, late.observed_status) == ("run_closed", "error")
-    with pytest.raises(UsageError, match="outcome.status must be"):
+    with pytest.raises(UsageError, match=r"^outcome\.status must be"):
         closure.settle(handle, "a", {"status": "bogus"})
     shipped = ToolCallClosure()
     h2 = shipped.begin([{"id": "a", "name": "t"}]).handle
@@ -340,8 +352,6 @@ def test_removing_the_precheck_row_moves_the_duplicate_rejection_to_the_recheck(
 def test_changing_a_guard_changes_precedence() -> None:
     """Reordering the open-state guards of settle (duplicate before unknown) changes nothing observable for
     known ids, but making the unknown-call row reject as run_closed does."""
-    closure = closure_for(
-        modified(lambda raw: row(raw, "settle.admit.unknown")["result"].update(reject="run_closed"))
-    )
+    closure = closure_for(modified(lambda raw: row(raw, "settle.admit.unknown")["result"].update(reject="run_closed")))
     handle = closure.begin([{"id": "a", "name": "t"}]).handle
     assert closure.succeed(handle, "zz", 1).reason == "run_closed"

@@ -41,7 +41,7 @@ def _short(value: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _diff_error(expected: dict[str, Any], actual: dict[str, Any]) -> str | None:
+def _diff_error(expected: dict[str, Any], actual: Any) -> str | None:
     if not isinstance(actual, dict):
         return f"error is not an object: {_short(actual)}"
     if expected.get("kind") != actual.get("kind"):

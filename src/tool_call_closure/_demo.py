@@ -6,6 +6,7 @@ import json
 from typing import TextIO
 
 from ._closure import ToolCallClosure, to_json
+from ._values import Snapshot
 
 __all__ = ["run_demo"]
 
@@ -26,6 +27,7 @@ def run_demo(out: TextIO) -> int:
         batch.handle,
         {"status": "cancelled", "code": "request_aborted", "message": "The user stopped the run."},
     )
+    assert isinstance(snapshot, Snapshot)  # the handle is current, so close returns the snapshot
     out.write("3. the run is aborted: close() gives every pending call a synthetic cancellation\n")
     late = closure.succeed(batch.handle, "call_calendar", {"events": []})
     out.write(f"4. a late result arrives and is fenced, not applied: {to_json(late)}\n\n")

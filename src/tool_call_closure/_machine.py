@@ -309,7 +309,9 @@ def _check_bindings(
     for what, named, implemented in pairs:
         missing = sorted(named - implemented)
         if missing:
-            raise TableError(f"invalid transition table: {what} {missing[0]!r} has no implementation", code="table_invalid")
+            raise TableError(
+                f"invalid transition table: {what} {missing[0]!r} has no implementation", code="table_invalid"
+            )
         unused = sorted(implemented - named)
         if unused:
             raise TableError(

@@ -46,13 +46,58 @@ CALL_IDS: Final = ("a", "b", "c", "d")
 NAMES: Final = ("t", "u")
 # Characters where JavaScript and Python disagree, or that need care in JSON and UTF-8.
 TRICKY_CHARS: Final = (
-    " ", "\t", "\n", "\u00a0", "\ufeff", "\u2028", "\u2029", "\u3000", "\u200b", "\x1c", "\x1f", "\x85", "\u180e",
-    "\x00", "\x7f", '"', "\\", "/", "é", "€", "😀", "\ud800", "\udc00", "\udfff", "0", "1",
+    " ",
+    "\t",
+    "\n",
+    "\u00a0",
+    "\ufeff",
+    "\u2028",
+    "\u2029",
+    "\u3000",
+    "\u200b",
+    "\x1c",
+    "\x1f",
+    "\x85",
+    "\u180e",
+    "\x00",
+    "\x7f",
+    '"',
+    "\\",
+    "/",
+    "é",
+    "€",
+    "😀",
+    "\ud800",
+    "\udc00",
+    "\udfff",
+    "0",
+    "1",
 )
 SIMPLE_CHARS: Final = ("a", "b", "x", "y", "z", "A", "-", "_", ".")
 NUMBERS: Final = (
-    0, 1, -1, 2, 7, 42, 2**31, 2**53, -(2**53), 1.5, -0.5, 0.1, 1e-7, 1.5e-7, 1e-6, 1e16, 1e20, 1e21, 1.7976931348623157e308,
-    5e-324, 123e-20, 18446744073709551616, 3.14159,
+    0,
+    1,
+    -1,
+    2,
+    7,
+    42,
+    2**31,
+    2**53,
+    -(2**53),
+    1.5,
+    -0.5,
+    0.1,
+    1e-7,
+    1.5e-7,
+    1e-6,
+    1e16,
+    1e20,
+    1e21,
+    1.7976931348623157e308,
+    5e-324,
+    123e-20,
+    18446744073709551616,
+    3.14159,
 )
 KEYS: Final = ("a", "b", "status", "0", "1", "10", "01", "-1", "4294967294", "4294967295", "é", "\ud800", "")
 STATUSES: Final = ("success", "error", "cancelled", "bogus", "", "SUCCESS", None, 5)
@@ -135,7 +180,9 @@ class ScenarioBuilder:
             request["options"] = options
         elif choice <= 8:
             bad = st.sampled_from([0, -1, 1.5, "2", True, 2**53, None, {"$nan": True}])
-            request["options"] = {self.draw(st.sampled_from(["maxCalls", "maxCodeBytes", "maxIdBytes"])): self.draw(bad)}
+            request["options"] = {
+                self.draw(st.sampled_from(["maxCalls", "maxCodeBytes", "maxIdBytes"])): self.draw(bad)
+            }
         else:
             request["options"] = self.draw(st.sampled_from([None, 5, "x", [1]]))
         self._by_id[request["id"]] = request
@@ -144,9 +191,21 @@ class ScenarioBuilder:
     def _request(self, depth: int) -> dict[str, Any]:
         method = self.draw(
             st.sampled_from(
-                ["begin"] * 3 + ["settle"] * 3 + ["succeed"] * 3 + ["fail"] * 2 + ["cancel"] * 2 + ["close"] * 2
-                + ["seal", "snapshot", "activeGeneration", "toOpenAIChatCompletions", "toOpenAIResponses",
-                   "toAnthropicToolResults", "new" if depth == 0 else "snapshot"]
+                ["begin"] * 3
+                + ["settle"] * 3
+                + ["succeed"] * 3
+                + ["fail"] * 2
+                + ["cancel"] * 2
+                + ["close"] * 2
+                + [
+                    "seal",
+                    "snapshot",
+                    "activeGeneration",
+                    "toOpenAIChatCompletions",
+                    "toOpenAIResponses",
+                    "toAnthropicToolResults",
+                    "new" if depth == 0 else "snapshot",
+                ]
             )
         )
         if method == "new":
@@ -204,7 +263,11 @@ class ScenarioBuilder:
         return "".join(self.draw(st.lists(chars, max_size=6)))
 
     def _string(self) -> str:
-        return self.draw(st.sampled_from(["x", "ok", "hello world", "ab" * 12])) if self.draw(st.booleans()) else self._text()
+        return (
+            self.draw(st.sampled_from(["x", "ok", "hello world", "ab" * 12]))
+            if self.draw(st.booleans())
+            else self._text()
+        )
 
     def _json(self, depth: int, size: int = 3, references: bool = True) -> Any:
         kind = self.draw(st.integers(0, (9 if references else 8) if size > 0 else 5))

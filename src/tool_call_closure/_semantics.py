@@ -277,7 +277,9 @@ def normalize_outcome(ctx: Context) -> None:
         code = status if _absent(code) else bounded_string(code, limits.max_code_bytes, "outcome.code")
         message = message_text(read_key(outcome, "message"), _default_message(texts, status), limits.max_message_bytes)
     elif status == "success":  # succeed
-        ctx.settlement = Settlement("success", "reported", content=serialize_content(ctx.content, limits.max_result_bytes))
+        ctx.settlement = Settlement(
+            "success", "reported", content=serialize_content(ctx.content, limits.max_result_bytes)
+        )
         return
     else:  # fail or cancel: the code is checked before the message is converted (NORM-5)
         code = ctx.code
@@ -471,8 +473,25 @@ def _begin_result(ctx: Context) -> BeginResult:
 
 
 def _accepted(ctx: Context) -> Accepted:
-    assert ctx.settlement is not None and ctx.reject_generation is not None
+    assert ctx.settlement is not None
+    assert ctx.reject_generation is not None
     return Accepted(ctx.reject_generation, ctx.call_id, ctx.settlement)
+
+
+def _snapshot(ctx: Context) -> Snapshot:
+    return take_snapshot(ctx.closure)
+
+
+def _null(ctx: Context) -> None:
+    return None
+
+
+def _generation(ctx: Context) -> int:
+    return _run(ctx).generation
+
+
+def _payload(ctx: Context) -> list[dict[str, Any]]:
+    return ctx.payload
 
 
 # --------------------------------------------------------------------------- registries
@@ -507,10 +526,10 @@ EFFECTS: Final[Mapping[str, Callable[[Context], None]]] = {
 RESULTS: Final[Mapping[str, Callable[[Context], Any]]] = {
     "begin_result": _begin_result,
     "accepted": _accepted,
-    "snapshot": lambda ctx: take_snapshot(ctx.closure),
-    "null": lambda ctx: None,
-    "generation": lambda ctx: _run(ctx).generation,
-    "payload": lambda ctx: ctx.payload,
+    "snapshot": _snapshot,
+    "null": _null,
+    "generation": _generation,
+    "payload": _payload,
 }
 
 OBSERVED: Final[Mapping[str, Callable[[Context], str | None]]] = {

@@ -37,7 +37,7 @@ from ._semantics import is_object, read_key
 from ._table import TABLE
 from ._values import BatchHandle, BeginResult
 
-__all__ = ["PROTOCOL_VERSION", "Error", "Hook", "HookThrow", "Server", "parse_request_line", "serve"]
+__all__ = ["PROTOCOL_VERSION", "Error", "Hook", "HookError", "Server", "parse_request_line", "serve"]
 
 PROTOCOL_VERSION: Final = 1
 MAX_SAFE: Final = 2**53
@@ -45,11 +45,11 @@ IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "ver
 CAPABILITIES: Final = ("hook",)
 
 
-class ProtocolFailure(Exception):
+class RequestError(Exception):
     """A request that cannot be carried out as a request (reported as ProtocolError)."""
 
 
-class HookThrow(Exception):
+class HookError(Exception):
     """The exception a hook with ``throw`` raises (reported as CallerError)."""
 
 
@@ -91,13 +91,13 @@ class Hook:
     def __init__(self, server: Server, spec: dict[str, Any], depth: int) -> None:
         calls = spec.get("calls", [])
         if not isinstance(calls, list):
-            raise ProtocolFailure("$hook.calls must be an array")
+            raise RequestError("$hook.calls must be an array")
         throw = spec.get("throw")
         if "throw" in spec and not isinstance(throw, str):
-            raise ProtocolFailure("$hook.throw must be a string")
+            raise RequestError("$hook.throw must be a string")
         unknown = sorted(set(spec) - {"calls", "then", "throw"})
         if unknown:
-            raise ProtocolFailure(f"$hook has an unknown member {unknown[0]!r}")
+            raise RequestError(f"$hook has an unknown member {unknown[0]!r}")
         self._server = server
         self._calls: list[Any] = calls
         self._then_raw = spec.get("then", ABSENT)
@@ -114,7 +114,7 @@ class Hook:
             raw = self._then_raw
             self._then = ABSENT if raw is ABSENT else self._server.decode(raw, self._depth, allow_error=True)
             if self._throw is not None:
-                raise HookThrow(self._throw)
+                raise HookError(self._throw)
         return self._then
 
     def __getattr__(self, name: str) -> Any:
@@ -213,15 +213,15 @@ class Server:
                 self.finished = True
             else:
                 self._error(request_id, depth, "ProtocolError", f"unknown cmd {command!r}")
-        except ProtocolFailure as exc:
+        except RequestError as exc:
             self._error(request_id, depth, "ProtocolError", str(exc))
-        except Exception as exc:  # noqa: BLE001 - the server keeps serving whatever happens
+        except Exception as exc:
             self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
 
     def _hello(self, request_id: Any, request: dict[str, Any]) -> None:
         version = request.get("protocol")
         if type(version) is not int or version != PROTOCOL_VERSION:
-            raise ProtocolFailure(f"unsupported protocol {to_json(version)}; this subject speaks 1")
+            raise RequestError(f"unsupported protocol {to_json(version)}; this subject speaks 1")
         response = {"protocol": PROTOCOL_VERSION, "implementation": IMPLEMENTATION, "capabilities": CAPABILITIES}
         body = to_json(response)
         line = '{"id":' + to_json(request_id) + "," + body[1:] + "\n"
@@ -242,7 +242,7 @@ class Server:
             given = {o.python: read_key(options, o.id) for o in TABLE.options}
             kwargs = {name: (None if value is ABSENT else value) for name, value in given.items()}
             self._closure = _closure_with_machine(self._machine, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
+        except Exception as exc:
             self._report(request_id, 0, exc)
             return
         self._write(request_id, 0, "ok", "null")
@@ -262,11 +262,13 @@ class Server:
         )
         if problem is not None:
             self._results.pop(request_id, None)
-            raise ProtocolFailure(problem)
-        assert closure is not None and isinstance(method, str) and isinstance(raw_args, list)
+            raise RequestError(problem)
+        assert closure is not None
+        assert isinstance(method, str)
+        assert isinstance(raw_args, list)
         try:
             args = [self.decode(arg, depth, allow_absent=True, allow_error=True) for arg in raw_args]
-        except ProtocolFailure:
+        except RequestError:
             self._results.pop(request_id, None)  # a repeated id refers to its latest request, even a failed one
             raise
         attribute = METHODS[method]
@@ -280,13 +282,13 @@ class Server:
                     args[i] if i < len(args) and args[i] is not ABSENT else absent for i, absent in enumerate(absent_as)
                 ]
                 value = getattr(closure, attribute)(*call_args)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
+        except Exception as exc:
             self._results.pop(request_id, None)
             self._report(request_id, depth, exc)
             return
         try:
             text = to_json(value)
-        except Exception as exc:  # noqa: BLE001 - a value the reference cannot write is its own defect
+        except Exception as exc:
             self._results.pop(request_id, None)
             self._report(request_id, depth, exc)
             return
@@ -300,9 +302,9 @@ class Server:
     def _report(self, request_id: Any, depth: int, exc: Exception) -> None:
         if isinstance(exc, ToolCallClosureError):
             self._error(request_id, depth, exc.kind, str(exc), exc.code)
-        elif isinstance(exc, HookThrow):
+        elif isinstance(exc, HookError):
             self._error(request_id, depth, "CallerError", str(exc))
-        elif isinstance(exc, ProtocolFailure):
+        elif isinstance(exc, RequestError):
             self._error(request_id, depth, "ProtocolError", str(exc))
         else:
             self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
@@ -313,7 +315,7 @@ class Server:
         """Turn a protocol value into a Python value, decoding tags."""
         if type(value) is dict:
             if len(value) == 1:
-                (key, inner), = value.items()
+                ((key, inner),) = value.items()
                 if key.startswith("$"):
                     return self._tag(key, inner, depth, allow_absent, allow_error)
             return {key: self.decode(item, depth) for key, item in value.items()}
@@ -324,38 +326,38 @@ class Server:
     def _tag(self, key: str, inner: Any, depth: int, allow_absent: bool, allow_error: bool) -> Any:
         if key == "$handle":
             if isinstance(inner, bool) or not isinstance(inner, (int, float)) or inner not in self._handles:
-                raise ProtocolFailure(f"$handle {to_json(inner)}: no begin created that generation")
+                raise RequestError(f"$handle {to_json(inner)}: no begin created that generation")
             return self._handles[inner]
         if key == "$forgedHandle":
             return BatchHandle(generation=inner)
         if key in ("$snapshot", "$clone"):
             if isinstance(inner, bool) or not isinstance(inner, (int, float, str)) or inner not in self._results:
-                raise ProtocolFailure(f"{key} {to_json(inner)}: no earlier call with that id returned a value")
+                raise RequestError(f"{key} {to_json(inner)}: no earlier call with that id returned a value")
             found = self._results[inner]
             return found if key == "$snapshot" else parse_request_line(to_json(found))
         if key == "$undefined":
             if not allow_absent or inner is not True:
-                raise ProtocolFailure("$undefined is allowed only as an element of args, as {\"$undefined\":true}")
+                raise RequestError('$undefined is allowed only as an element of args, as {"$undefined":true}')
             return ABSENT
         if key == "$nan":
             if inner is not True:
-                raise ProtocolFailure('$nan must be {"$nan":true}')
+                raise RequestError('$nan must be {"$nan":true}')
             return math.nan
         if key == "$inf":
             if inner not in (1, -1) or isinstance(inner, bool):
-                raise ProtocolFailure("$inf must be 1 or -1")
+                raise RequestError("$inf must be 1 or -1")
             return math.inf if inner == 1 else -math.inf
         if key == "$error":
             if not allow_error or not isinstance(inner, str):
-                raise ProtocolFailure("$error takes a string and is allowed only in args or a hook's then")
+                raise RequestError("$error takes a string and is allowed only in args or a hook's then")
             return Error(inner)
         if key == "$literal":
             return inner
         if key == "$hook":
             if type(inner) is not dict:
-                raise ProtocolFailure("$hook takes an object")
+                raise RequestError("$hook takes an object")
             return Hook(self, inner, depth)
-        raise ProtocolFailure(f"unknown tag {key!r}")
+        raise RequestError(f"unknown tag {key!r}")
 
 
 def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None, machine: Machine = MACHINE) -> int:

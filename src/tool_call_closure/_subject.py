@@ -20,6 +20,7 @@ in this process: the same bytes, without a subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -129,7 +130,8 @@ class ProcessSubject(Subject):
             raise SubjectError(f"cannot start subject {self.command!r}: {exc}") from exc
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: list[bytes] = []
-        assert self._process.stdout is not None and self._process.stderr is not None
+        assert self._process.stdout is not None
+        assert self._process.stderr is not None
         threading.Thread(target=self._pump, args=(self._process.stdout, self._lines), daemon=True).start()
         threading.Thread(target=self._drain, args=(self._process.stderr,), daemon=True).start()
 
@@ -173,10 +175,8 @@ class ProcessSubject(Subject):
 
     def close(self) -> None:
         if self.alive():
-            try:
+            with contextlib.suppress(SubjectError):
                 self.send({"id": "bye", "cmd": "bye"})
-            except SubjectError:
-                pass
         try:
             self._process.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:

@@ -364,7 +364,9 @@ def parse_table(raw: Any) -> Table:
         defaulted.add((state, op))
 
     rows = tuple(
-        _parse_row(r, run_states, initial_runs[0], closed, operations, guards, effects, results, reasons, observed, errors)
+        _parse_row(
+            r, run_states, initial_runs[0], closed, operations, guards, effects, results, reasons, observed, errors
+        )
         for r in _obj_list(top, "transitions")
     )
     _ids([{"id": r.id} for r in rows], "transitions")
@@ -521,7 +523,6 @@ def _parse_row(
         result=result,
         catalogue=_catalogue(r.get("catalogue"), f"{where}.catalogue"),
     )
-
 
 
 def _check_overlaps(table: Table) -> None:
