@@ -215,7 +215,7 @@ class Server:
                 self._error(request_id, depth, "ProtocolError", f"unknown cmd {command!r}")
         except RequestError as exc:
             self._error(request_id, depth, "ProtocolError", str(exc))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the server keeps serving whatever happens
             self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
 
     def _hello(self, request_id: Any, request: dict[str, Any]) -> None:
@@ -242,7 +242,7 @@ class Server:
             given = {o.python: read_key(options, o.id) for o in TABLE.options}
             kwargs = {name: (None if value is ABSENT else value) for name, value in given.items()}
             self._closure = _closure_with_machine(self._machine, **kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
             self._report(request_id, 0, exc)
             return
         self._write(request_id, 0, "ok", "null")
@@ -282,13 +282,13 @@ class Server:
                     args[i] if i < len(args) and args[i] is not ABSENT else absent for i, absent in enumerate(absent_as)
                 ]
                 value = getattr(closure, attribute)(*call_args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
             self._results.pop(request_id, None)
             self._report(request_id, depth, exc)
             return
         try:
             text = to_json(value)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a value the reference cannot write is its own defect
             self._results.pop(request_id, None)
             self._report(request_id, depth, exc)
             return

@@ -1,0 +1,42 @@
+"""The tooling gates run as tests, so the one test command checks them: mypy --strict, ruff, and the wheel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_mypy_strict_is_clean() -> None:
+    done = _run(sys.executable, "-m", "mypy")  # configuration: [tool.mypy] in pyproject.toml (strict)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_is_clean() -> None:
+    done = _run(sys.executable, "-m", "ruff", "check", "src", "tests", "proofs")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_wheel_ships_the_table_the_adapter_and_the_type_marker(tmp_path: Path) -> None:
+    done = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), ".")
+    if done.returncode != 0 and "hatchling" in done.stderr:
+        pytest.skip("hatchling is not installed in this environment")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = tmp_path.glob("tool_call_closure-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "tool_call_closure/_spec/machine.json" in names
+    assert "tool_call_closure/_node/adapter.cjs" in names
+    assert "tool_call_closure/py.typed" in names
+    shipped = zipfile.ZipFile(wheel).read("tool_call_closure/_spec/machine.json")
+    assert shipped == (ROOT / "spec" / "machine.json").read_bytes()
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "tool-call-closure = tool_call_closure._cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
