@@ -4,21 +4,42 @@ Theory of operation
 -------------------
 Responses agree when they are equal after parsing — object key order
 included, because the original's key order is part of the spec — except for
-error messages, which are compared as the spec's ``errors`` list says: an
-``exact`` message must be equal, a ``prefix`` message must start with the
-reference's text (its tail is engine-specific), and a ``ProtocolError``'s
-message is free text and not compared.  An error's ``code`` is compared only
-when both sides send one.
+error messages, which are compared as the spec's ``errors`` list says: the
+reference's message is matched to the template it instantiates; an ``exact``
+template's message must be equal, a ``prefix`` template's message must start
+with the reference's text (its tail is engine-specific), and a
+``ProtocolError``'s message is free text and not compared.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from ._table import TABLE
 
-__all__ = ["diff_response", "diff_responses", "same_value"]
+__all__ = ["diff_response", "diff_responses", "error_code", "same_value"]
+
+
+def _template_pattern(message: str, prefix: bool) -> re.Pattern[str]:
+    parts = re.split(r"\{[a-z_]+\}", message)
+    body = "(.*)".join(re.escape(part) for part in parts)
+    return re.compile(body if prefix else body + r"\Z", re.S)
+
+
+_PATTERNS: Final = tuple(
+    (spec.code, spec.kind, _template_pattern(spec.message, spec.match == "prefix"))
+    for spec in sorted(TABLE.errors.values(), key=lambda e: -len(e.message))  # the most specific template first
+)
+
+
+def error_code(kind: str, message: str) -> str | None:
+    """The spec error code whose template ``message`` instantiates (None if it matches none)."""
+    for code, error_kind, pattern in _PATTERNS:
+        if error_kind == kind and pattern.match(message):
+            return code
+    return None
 
 
 def same_value(left: Any, right: Any) -> bool:
@@ -48,11 +69,9 @@ def _diff_error(expected: dict[str, Any], actual: Any) -> str | None:
         return f"error kind {actual.get('kind')!r}, expected {expected.get('kind')!r} ({expected.get('message')!r})"
     if expected["kind"] == "ProtocolError":
         return None
-    code = expected.get("code")
-    if code is not None and actual.get("code") is not None and actual.get("code") != code:
-        return f"error code {actual.get('code')!r}, expected {code!r}"
     message, got = expected.get("message"), actual.get("message")
-    spec = TABLE.errors.get(code) if isinstance(code, str) else None
+    code = error_code(expected["kind"], message) if isinstance(message, str) else None
+    spec = TABLE.errors.get(code) if code is not None else None
     if spec is not None and spec.match == "prefix":
         if not (isinstance(got, str) and isinstance(message, str) and got.startswith(message)):
             return f"error message {got!r} does not start with {message!r}"

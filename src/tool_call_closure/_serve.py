@@ -171,11 +171,8 @@ class Server:
         self._out.write(line.encode("utf-8"))
         self._out.flush()
 
-    def _error(self, request_id: Any, depth: int, kind: str, message: str, code: str | None = None) -> None:
-        error: dict[str, Any] = {"kind": kind, "message": message}
-        if code is not None:
-            error["code"] = code
-        self._write(request_id, depth, "error", to_json(error))
+    def _error(self, request_id: Any, depth: int, kind: str, message: str) -> None:
+        self._write(request_id, depth, "error", to_json({"kind": kind, "message": message}))
 
     # ------------------------------------------------------------------ requests
 
@@ -237,7 +234,7 @@ class Server:
             if options is ABSENT:
                 options = {}
             if not is_object(options):
-                self._error(request_id, 0, "TypeError", "options must be an object", "options_not_object")
+                self._error(request_id, 0, "TypeError", "options must be an object")
                 return
             given = {o.python: read_key(options, o.id) for o in TABLE.options}
             kwargs = {name: (None if value is ABSENT else value) for name, value in given.items()}
@@ -301,7 +298,7 @@ class Server:
 
     def _report(self, request_id: Any, depth: int, exc: Exception) -> None:
         if isinstance(exc, ToolCallClosureError):
-            self._error(request_id, depth, exc.kind, str(exc), exc.code)
+            self._error(request_id, depth, exc.kind, str(exc))
         elif isinstance(exc, HookError):
             self._error(request_id, depth, "CallerError", str(exc))
         elif isinstance(exc, RequestError):
