@@ -20,8 +20,9 @@ implementation reads caller values.
 
 With ``deviations=False`` (the default) the builder never draws the inputs
 whose answers differ by design from the JavaScript original (``spec/deviations.json``):
-a null or non-object close reason (D1, D2), a null export snapshot (D1), and a
-``fail`` error that is absent, null or a hook (D3).  With ``deviations=True``
+a null or non-object close reason (D1, D2), a null export snapshot (D1), a
+``fail`` error that is absent, null or a hook (D3), and a close reason with a
+``side_effect_state`` key (D7).  With ``deviations=True``
 it draws them too.
 
 This module needs Hypothesis (a development dependency); the library itself
@@ -409,6 +410,8 @@ class ScenarioBuilder:
                 reason["code"] = code
         if self.draw(st.integers(0, 2)) == 0:
             reason["sideEffectState"] = self.draw(st.sampled_from(SIDE_EFFECTS))
+        if self.deviations and self.draw(st.integers(0, 3)) == 0:  # deviation D7: the snake_case spelling
+            reason["side_effect_state"] = self.draw(st.sampled_from(SIDE_EFFECTS))
         if self.draw(st.booleans()):
             message = self._message(depth)
             if message is not _ABSENT:
