@@ -150,9 +150,11 @@ METHODS: Final = {m["protocol"]: m["python"] for op in TABLE.operations.values()
 class Server:
     """One protocol session: the current instance and everything tags can refer to."""
 
-    def __init__(self, out: IO[bytes], machine: Machine = MACHINE) -> None:
+    def __init__(self, out: IO[bytes], machine: Machine = MACHINE, trace: list[str] | None = None) -> None:
         self._out = out
         self._machine = machine
+        # When a list, every instance this session creates appends the ids of the rows that fire (coverage).
+        self.trace = trace
         self._closure: ToolCallClosure | None = None
         self._handles: dict[Any, BatchHandle] = {}
         self._results: dict[Any, Any] = {}
@@ -239,6 +241,7 @@ class Server:
             given = {o.python: read_key(options, o.id) for o in TABLE.options}
             kwargs = {name: (None if value is ABSENT else value) for name, value in given.items()}
             self._closure = _closure_with_machine(self._machine, **kwargs)
+            self._closure._trace = self.trace
         except Exception as exc:  # noqa: BLE001 - every failure becomes a response
             self._report(request_id, 0, exc)
             return

@@ -96,9 +96,9 @@ def _parse_response(line: str) -> dict[str, Any]:
 class InProcessSubject(Subject):
     """The reference itself, without a subprocess (the runner's default subject)."""
 
-    def __init__(self, machine: Machine = MACHINE) -> None:
+    def __init__(self, machine: Machine = MACHINE, trace: list[str] | None = None) -> None:
         self._buffer = io.BytesIO()
-        self._server = Server(self._buffer, machine)
+        self._server = Server(self._buffer, machine, trace)
 
     def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
         self._buffer.seek(0)

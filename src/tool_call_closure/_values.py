@@ -25,8 +25,8 @@ Two identity rules matter:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Literal, TypeAlias, final
+from dataclasses import FrozenInstanceError, dataclass
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar, final
 
 __all__ = [
     "COMPLETE",
@@ -46,6 +46,28 @@ __all__ = [
     "Snapshot",
 ]
 
+_T = TypeVar("_T", bound=type)
+
+
+def _sealed(cls: _T) -> _T:
+    """Make every attribute write raise FrozenInstanceError, not only writes of fields.
+
+    A frozen, slotted dataclass refuses to assign its fields, but (CPython
+    gh-105936) assigning any *other* name fails with an unrelated TypeError.
+    The values promise FrozenInstanceError for every write.
+    """
+
+    def __setattr__(self: object, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self: object, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    cls.__setattr__ = __setattr__  # type: ignore[assignment]
+    cls.__delattr__ = __delattr__  # type: ignore[assignment]
+    return cls
+
+
 CallState: TypeAlias = Literal["pending", "success", "error", "cancelled"]
 SettledStatus: TypeAlias = Literal["success", "error", "cancelled"]
 SideEffectState: TypeAlias = Literal["unknown", "not_started"]
@@ -56,6 +78,7 @@ ObservedStatus: TypeAlias = Literal["success", "error", "cancelled", "invalid"] 
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class BatchHandle:
     """The capability for one generation, returned by ``begin``.
@@ -73,6 +96,7 @@ class BatchHandle:
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True)
 class Settlement:
     """A call's terminal outcome.
@@ -108,6 +132,7 @@ class Settlement:
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True)
 class CloseReason:
     """Why a generation closed: ``complete`` (sealed), or an error/cancelled close."""
@@ -132,6 +157,7 @@ COMPLETE: Final = CloseReason("complete")
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True)
 class CallSnapshot:
     """One announced call: its id, tool name, state and (once terminal) settlement."""
@@ -146,6 +172,7 @@ class CallSnapshot:
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """The record a rejection leaves in its generation's diagnostics: the rejection without ``accepted``."""
@@ -165,6 +192,7 @@ class Diagnostic:
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True)
 class Rejection:
     """A refused operation, returned instead of raising; it is also recorded as a :class:`Diagnostic`.
@@ -192,6 +220,7 @@ class Rejection:
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """A settlement that was committed: this call's one terminal outcome."""
@@ -209,6 +238,7 @@ SettlementResult: TypeAlias = Accepted | Rejection
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class Snapshot:
     """An immutable, detached view of one generation.
@@ -234,6 +264,7 @@ class Snapshot:
 
 
 @final
+@_sealed
 @dataclass(frozen=True, slots=True)
 class BeginResult:
     """What ``begin`` returns: the new generation, its handle, and the superseded snapshot (or ``None``)."""
