@@ -35,7 +35,9 @@ def test_nested_lines_and_counts_are_compared() -> None:
     assert diff_responses(expected, [{"id": 5, "nested": 1, "ok": None}, {"id": 1, "ok": 1}]) is None
     assert diff_responses(expected, [{"id": 1, "ok": 1}]) is not None
     assert diff_responses(expected, [{"id": 5, "nested": 2, "ok": None}, {"id": 1, "ok": 1}]) is not None
-    assert "expected an error" in (diff_response({"id": 1, "error": {"kind": "TypeError", "message": "m"}}, {"id": 1, "ok": 1}) or "")
+    assert "expected an error" in (
+        diff_response({"id": 1, "error": {"kind": "TypeError", "message": "m"}}, {"id": 1, "ok": 1}) or ""
+    )
 
 
 def test_error_codes_are_recognised_from_messages() -> None:

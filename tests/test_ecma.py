@@ -417,13 +417,15 @@ def test_NORM_6_error_with_empty_name_gives_the_message() -> None:
     assert to_js_string(nameless()) == ""
 
 
-def test_NORM_6_str_subclass_uses_its_str() -> None:
+def test_NORM_6_str_subclass_converts_to_its_plain_value() -> None:
+    """D5: a str subclass is a string with its plain value everywhere; its overrides are not called."""
+
     class S(str):
         def __str__(self) -> str:
             return "converted"
 
     result = to_js_string(S("raw"))
-    assert result == "converted"
+    assert result == "raw"
     assert type(result) is str
 
 

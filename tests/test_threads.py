@@ -82,7 +82,7 @@ def test_close_racing_settlements_leaves_every_call_terminal_once() -> None:
         if index == 0:
             outcomes.append(closure.close(handle, {"status": "error", "code": "deadline"}))
             return
-        for call_id in ids[index::THREADS - 1]:
+        for call_id in ids[index :: THREADS - 1]:
             outcomes.append(closure.fail(handle, call_id, RuntimeError("tool broke")))
 
     _run_threads(worker)

@@ -1,14 +1,25 @@
 """The ``tool-call-closure`` command line.
 
+``conform [--vectors DIR] [--tags T] [--skip-tags T] [--report PATH] [-- SUBJECT CMD …]``
+    Run the conformance vectors against a subject (default: the embedded
+    reference) and print a summary; write a JSONL report.
+``report diff A.jsonl B.jsonl``
+    Compare two conformance reports by vector id.
+``fuzz [--max-examples N] [--seconds S] [--seed N] [--out DIR] [-- SUBJECT CMD …]``
+    Differential fuzzing of a subject against the reference; a divergence is
+    shrunk and written out as a vector.
+``check TRACE.jsonl``
+    Replay a recorded protocol trace through the reference; report the first
+    step where the recording differs.
+``vectors [--check] [--coverage] [--dir DIR]``
+    Regenerate the vectors' expectations from the reference (or, with
+    ``--check``, fail if the committed vectors drift); print the coverage table.
 ``serve``
-    Serve protocol v1 on stdin/stdout (``spec/protocol.md``): the reference as
-    a conformance subject.
+    Serve protocol v1 on stdin/stdout: the reference as a conformance subject.
 ``demo``
-    Abort a batch midway and print the closed snapshot and the three provider
-    payloads.
-``table``
-    Validate a transition table file (default: the shipped one) and print a
-    summary, or the Mermaid state diagram with ``--diagram``.
+    Abort a batch midway and print the snapshot and the three provider payloads.
+``table [PATH] [--diagram]``
+    Validate a transition table and summarize it, or print its state diagrams.
 """
 
 from __future__ import annotations
@@ -17,19 +28,85 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 
+if TYPE_CHECKING:
+    from ._conform import SubjectSpec
+    from ._machine import Machine
+
 __all__ = ["main"]
+
+
+def _subject_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="S", help="per-request timeout (default 10)")
+    parser.add_argument(
+        "subject",
+        nargs=argparse.REMAINDER,
+        metavar="-- SUBJECT CMD",
+        help="the command that serves protocol v1 (default: the embedded reference), after --",
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tool-call-closure",
-        description="Exactly one terminal outcome for every announced AI tool call: the reference implementation.",
+        description="Exactly one terminal outcome for every announced AI tool call: the reference implementation "
+        "and its conformance kit.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    conform = commands.add_parser(
+        "conform",
+        help="run the conformance vectors against a subject (default: the reference)",
+        description="Run the conformance vectors against a subject that serves protocol v1 (spec/protocol.md). "
+        "Exit status: 0 when every selected vector passed or was skipped, 1 when one failed or errored.",
+    )
+    conform.add_argument("--vectors", type=Path, metavar="DIR", help="vector directory (default: the shipped vectors)")
+    conform.add_argument("--tags", nargs="+", default=[], metavar="TAG", help="run only vectors with any of these tags")
+    conform.add_argument("--skip-tags", nargs="+", default=[], metavar="TAG", help="skip vectors with any of these")
+    conform.add_argument(
+        "--report", type=Path, default=Path("conform-report.jsonl"), metavar="PATH", help="JSONL report path"
+    )
+    conform.add_argument("--no-report", action="store_true", help="do not write a report")
+    _subject_arguments(conform)
+
+    report = commands.add_parser("report", help="work with conformance reports")
+    report_commands = report.add_subparsers(dest="report_command", metavar="SUBCOMMAND", required=True)
+    diff = report_commands.add_parser("diff", help="compare two reports by vector id (exit 1 if they differ)")
+    diff.add_argument("a", type=Path, metavar="A.jsonl")
+    diff.add_argument("b", type=Path, metavar="B.jsonl")
+
+    fuzz = commands.add_parser(
+        "fuzz",
+        help="differential fuzzing of a subject against the reference",
+        description="Draw random protocol v1 scenarios with Hypothesis, run them in lockstep on the reference and "
+        "the subject, shrink the first divergence and write it out as a vector. Exit status 1 on a divergence.",
+    )
+    fuzz.add_argument("--max-examples", type=int, default=1000, metavar="N", help="scenarios to try (default 1000)")
+    fuzz.add_argument("--seconds", type=float, metavar="S", help="time budget for generating scenarios")
+    fuzz.add_argument("--seed", type=int, metavar="N", help="seed, for a reproducible run")
+    fuzz.add_argument("--steps", type=int, default=20, metavar="N", help="at most N requests per scenario")
+    fuzz.add_argument(
+        "--deviations", action="store_true", help="also draw the inputs whose answers differ by design (D1–D7)"
+    )
+    fuzz.add_argument("--out", type=Path, default=Path("fuzz-vectors"), metavar="DIR", help="where to write vectors")
+    _subject_arguments(fuzz)
+
+    check = commands.add_parser(
+        "check",
+        help="replay a recorded protocol trace through the reference",
+        description="A trace is JSONL: each request line (with cmd) followed by the response lines it got. "
+        "Exit status: 0 agrees, 1 differs, 2 malformed trace.",
+    )
+    check.add_argument("trace", type=Path, metavar="TRACE.jsonl")
+
+    vectors = commands.add_parser("vectors", help="regenerate or check the vectors; print their coverage")
+    vectors.add_argument("--dir", type=Path, metavar="DIR", help="vector directory (default: spec/vectors)")
+    vectors.add_argument("--check", action="store_true", help="do not write; exit 1 if the vectors drift")
+    vectors.add_argument("--coverage", action="store_true", help="print the coverage table (exit 1 if incomplete)")
 
     serve = commands.add_parser("serve", help="serve protocol v1 on stdin/stdout (a conformance subject)")
     serve.add_argument(
@@ -49,16 +126,131 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    if args.command == "serve":
+    command: str = args.command
+    if command == "conform":
+        return _conform(args)
+    if command == "report":
+        from ._conform import ReportError, diff_reports
+
+        try:
+            return diff_reports(args.a, args.b, sys.stdout)
+        except (OSError, ReportError) as exc:
+            print(f"tool-call-closure report diff: {exc}", file=sys.stderr)
+            return 2
+    if command == "fuzz":
+        return _fuzz(args)
+    if command == "check":
+        from ._conform import check_trace
+
+        try:
+            with args.trace.open(encoding="utf-8") as lines:
+                return check_trace(lines, sys.stdout)
+        except OSError as exc:
+            print(f"tool-call-closure check: {exc}", file=sys.stderr)
+            return 2
+    if command == "vectors":
+        return _vectors(args)
+    if command == "serve":
         return _serve(args.table)
-    if args.command == "demo":
+    if command == "demo":
         from ._demo import run_demo
 
         return run_demo(sys.stdout)
     return _table(args.path, args.diagram)
 
 
-def _load_machine(path: Path | None):  # type: ignore[no-untyped-def]
+def _subject_spec(args: argparse.Namespace) -> SubjectSpec:
+    from ._conform import SubjectSpec
+
+    command = [part for part in args.subject if part != "--"] if args.subject else []
+    if args.subject and args.subject[0] == "--":
+        command = list(args.subject[1:])
+    return SubjectSpec(tuple(command) if command else None, timeout=args.timeout)
+
+
+def _conform(args: argparse.Namespace) -> int:
+    from ._conform import progress_printer, run_conformance, select_vectors, summarize, write_report
+    from ._vectors import VectorError, load_vectors
+
+    try:
+        vectors = select_vectors(load_vectors(args.vectors), args.tags, args.skip_tags)
+    except (OSError, VectorError) as exc:
+        print(f"tool-call-closure conform: {exc}", file=sys.stderr)
+        return 2
+    run = run_conformance(vectors, _subject_spec(args), progress_printer())
+    summarize(run, sys.stdout)
+    if not args.no_report:
+        with args.report.open("w", encoding="utf-8") as out:
+            write_report(run, out)
+        print(f"report: {args.report}")
+    return 0 if run.ok() else 1
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from ._fuzz import FuzzResult, fuzz
+
+    def progress(result: FuzzResult) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write(
+                f"\r{result.examples} scenarios, {result.requests} requests, {result.examples_per_second:.1f}/s"
+            )
+            sys.stderr.flush()
+
+    try:
+        result = fuzz(
+            _subject_spec(args),
+            max_examples=args.max_examples,
+            seconds=args.seconds,
+            seed=args.seed,
+            steps=args.steps,
+            deviations=args.deviations,
+            out_dir=args.out,
+            progress=progress,
+        )
+    except RuntimeError as exc:
+        print(f"tool-call-closure fuzz: {exc}", file=sys.stderr)
+        return 2
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    print(
+        f"fuzz: {result.examples} scenarios, {result.requests} requests in {result.seconds:.1f} s "
+        f"({result.examples_per_second:.1f} scenarios/s)"
+    )
+    if result.divergence is None:
+        print("no divergence")
+        return 0
+    print(f"DIVERGENCE after shrinking to {len(result.scenario)} requests: {result.divergence}")
+    if result.vector_path is not None:
+        print(f"vector written: {result.vector_path}")
+    return 1
+
+
+def _vectors(args: argparse.Namespace) -> int:
+    from ._coverage import coverage_table
+    from ._vectors import VectorError, default_vectors_dir, drift, load_vectors, regenerate
+
+    directory = args.dir if args.dir is not None else default_vectors_dir()
+    try:
+        changed = drift(directory) if args.check else regenerate(directory)
+        vectors = load_vectors(directory)
+    except (OSError, VectorError) as exc:
+        print(f"tool-call-closure vectors: {exc}", file=sys.stderr)
+        return 2
+    status = 0
+    if args.check:
+        for path in changed:
+            print(f"drift: {path} differs from what the reference produces (run: tool-call-closure vectors)")
+        status = 1 if changed else 0
+    else:
+        print(f"{len(vectors)} vectors; {len(changed)} file(s) rewritten")
+    if args.coverage:
+        text, complete = coverage_table(vectors)
+        print(text, end="")
+        status = status or (0 if complete else 1)
+    return status
+
+
+def _load_machine(path: Path | None) -> Machine:
     from ._machine import MACHINE, Machine
     from ._table import load_table
 

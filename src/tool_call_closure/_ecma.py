@@ -339,7 +339,7 @@ def to_js_string(value: object) -> str:
     if isinstance(value, (int, float)):
         return number_to_string(value)
     if isinstance(value, str):
-        return _caller_str(value)  # a String object: its toString
+        return str.__str__(value)  # a str subclass is a string with its plain value (D5): no caller code
     if isinstance(value, (list, tuple)):
         return _join(value)
     if isinstance(value, BaseException):

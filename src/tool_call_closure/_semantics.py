@@ -136,6 +136,11 @@ def _member(value: object, allowed: frozenset[str]) -> str | None:
     return None
 
 
+def _same_plain_string(left: object, right: object) -> bool:
+    """Both are strings with the same plain value (compared without running a str subclass's __eq__)."""
+    return isinstance(left, str) and isinstance(right, str) and str.__str__(left) == str.__str__(right)
+
+
 def observed_status(status: object) -> str | None:
     """SET-3: the status a rejection reports before normalization."""
     if _absent(status):
@@ -312,7 +317,7 @@ def normalize_close_reason(ctx: Context) -> None:
     code = status if _absent(raw_code) else bounded_string(raw_code, limits.max_code_bytes, "reason.code")
     camel = read_key(reason, "sideEffectState")
     snake = read_key(reason, "side_effect_state")
-    if not _absent(camel) and not _absent(snake) and camel != snake:
+    if not _absent(camel) and not _absent(snake) and not _same_plain_string(camel, snake):
         raise spec_error("side_effect_state_conflict")
     raw_state = snake if _absent(camel) else camel
     side_effect_state = "unknown" if _absent(raw_state) else _member(raw_state, _SIDE_EFFECT_STATES)

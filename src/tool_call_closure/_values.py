@@ -57,14 +57,14 @@ def _sealed(cls: _T) -> _T:
     The values promise FrozenInstanceError for every write.
     """
 
-    def __setattr__(self: object, name: str, value: object) -> None:
+    def refuse_assignment(self: object, name: str, value: object) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
-    def __delattr__(self: object, name: str) -> None:
+    def refuse_deletion(self: object, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
-    cls.__setattr__ = __setattr__  # type: ignore[assignment]
-    cls.__delattr__ = __delattr__  # type: ignore[assignment]
+    cls.__setattr__ = refuse_assignment  # type: ignore[assignment]
+    cls.__delattr__ = refuse_deletion  # type: ignore[assignment]
     return cls
 
 

@@ -1,0 +1,299 @@
+"""Conformance vectors: language-neutral JSON files whose expectations the reference produces.
+
+Theory of operation
+-------------------
+A *vector* (``spec/vectors/<area>/<id>.json``, schema ``spec/vector.schema.json``)
+is a protocol v1 conversation: a list of steps, each a request and the
+response lines the reference gives for it, plus a permanent ``id``, a
+description, tags, an origin and a content hash.  Authors write only the
+requests and the hand tags; :func:`regenerate` runs the requests through the
+reference and fills in
+
+* ``responses`` — the reference's answers (the consensus-specs way: the
+  executable spec emits the expectations);
+* ``covers`` — what the vector exercises, observed rather than claimed: the
+  table rows that fired, the rejection reasons returned, the error codes and
+  kinds raised;
+* ``sha256`` — a hash of the canonical form of the id and steps, so a report
+  keyed by ``id`` + ``sha256`` is comparable across runs and a changed vector
+  is never mistaken for the same one.
+
+``spec/vectors/manifest.json`` lists every vector with its path, hash and
+tags, and the hash of the table it was generated from.  CI regenerates the
+vectors in memory and fails when the committed files drift from what the
+reference produces.
+
+Tags are namespaced strings: ``rule:SET-4`` (catalogue rule),
+``invariant:I2``, ``deviation:D1`` (the vector pins a documented deviation:
+the JavaScript original is expected to fail it), ``area:settle``.  The
+derived ``covers`` entries are also usable as tags: ``row:<row id>``,
+``event:<call event>``, ``reason:<reason>``, ``error:<code>``, ``kind:<kind>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ._compare import error_code
+from ._subject import InProcessSubject
+from ._table import TABLE_TEXT, table_path
+
+__all__ = [
+    "MANIFEST_FORMAT",
+    "VECTOR_FORMAT",
+    "Vector",
+    "canonical_hash",
+    "default_vectors_dir",
+    "drift",
+    "load_vectors",
+    "manifest",
+    "regenerate",
+    "spec_hash",
+]
+
+VECTOR_FORMAT: Final = "tool-call-closure.vector/1"
+MANIFEST_FORMAT: Final = "tool-call-closure.manifest/1"
+ORIGINS: Final = ("hand", "model", "fuzz")
+
+
+@dataclass(frozen=True, slots=True)
+class Vector:
+    """One vector file, parsed."""
+
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+    @property
+    def sha256(self) -> str:
+        return str(self.data.get("sha256", ""))
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.data.get("tags", []))
+
+    @property
+    def requires(self) -> list[str]:
+        return list(self.data.get("requires", []))
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        return list(self.data["steps"])
+
+    def all_tags(self) -> set[str]:
+        """The hand tags plus the derived coverage, as tags (``row:…``, ``reason:…``, ``error:…``, ``kind:…``)."""
+        covers = self.data.get("covers", {})
+        derived = {f"{key[:-1]}:{value}" for key, values in covers.items() for value in values}
+        return set(self.tags) | derived
+
+
+def default_vectors_dir() -> Path:
+    """``spec/vectors`` of the source checkout, else the copy shipped in the package."""
+    source = table_path().parent / "vectors"
+    if source.is_dir():
+        return source
+    return Path(__file__).resolve().parent / "_spec" / "vectors"
+
+
+def spec_hash() -> str:
+    """sha256 of the transition table the reference runs."""
+    return hashlib.sha256(TABLE_TEXT.encode("utf-8")).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def canonical_hash(vector_id: str, steps: list[dict[str, Any]]) -> str:
+    """The content hash of a vector: sha256 of the canonical JSON of its id and steps."""
+    return hashlib.sha256(_canonical({"id": vector_id, "steps": steps}).encode("utf-8")).hexdigest()
+
+
+def _vector_files(directory: Path) -> Iterator[Path]:
+    for path in sorted(directory.rglob("*.json")):
+        if path.name != "manifest.json":
+            yield path
+
+
+class VectorError(ValueError):
+    """A vector file is malformed (the message names the file and the problem)."""
+
+
+def _check_source(path: Path, data: Any) -> dict[str, Any]:
+    def problem(text: str) -> VectorError:
+        return VectorError(f"{path}: {text}")
+
+    if not isinstance(data, dict) or data.get("format") != VECTOR_FORMAT:
+        raise problem(f"not a vector (format must be {VECTOR_FORMAT!r})")
+    for key in ("id", "description"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise problem(f"{key} must be a non-empty string")
+    if path.stem != data["id"]:
+        raise problem(f"the file name must be the vector id ({data['id']}.json)")
+    if data.get("origin") not in ORIGINS:
+        raise problem(f"origin must be one of {', '.join(ORIGINS)}")
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps:
+        raise problem("steps must be a non-empty array")
+    for index, step in enumerate(steps):
+        if not isinstance(step, dict) or not isinstance(step.get("request"), (dict, str)):
+            raise problem(f"steps[{index}] needs a request")
+    first = steps[0]["request"]
+    if not isinstance(first, dict) or first.get("cmd") != "new":
+        raise problem("the first step must be a new request (every vector starts from a fresh instance)")
+    return data
+
+
+def load_vectors(directory: Path | None = None) -> list[Vector]:
+    """Every vector under ``directory`` (default: the shipped vectors), sorted by path."""
+    directory = directory if directory is not None else default_vectors_dir()
+    vectors = []
+    seen: dict[str, Path] = {}
+    for path in _vector_files(directory):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise VectorError(f"{path}: not JSON: {exc}") from None
+        _check_source(path, data)
+        if data["id"] in seen:
+            raise VectorError(f"{path}: id {data['id']!r} is already used by {seen[data['id']]}")
+        seen[data["id"]] = path
+        vectors.append(Vector(path, data))
+    return vectors
+
+
+def _settlement_events(value: Any, events: set[str]) -> None:
+    """The call events evidenced by the settlements inside a response value."""
+    if isinstance(value, list):
+        for item in value:
+            _settlement_events(item, events)
+    elif isinstance(value, dict):
+        if value.get("provenance") == "synthetic" and isinstance(value.get("status"), str):
+            events.add(f"synthesize_{value['status']}")
+        if value.get("accepted") is True and isinstance(value.get("settlement"), dict):
+            events.add(f"report_{value['settlement'].get('status')}")
+        for item in value.values():
+            _settlement_events(item, events)
+
+
+def _covers(trace: list[str], steps: list[dict[str, Any]]) -> dict[str, list[str]]:
+    reasons: set[str] = set()
+    errors: set[str] = set()
+    kinds: set[str] = set()
+    events: set[str] = set()
+    for step in steps:
+        for response in step["responses"]:
+            ok = response.get("ok")
+            _settlement_events(ok, events)
+            if isinstance(ok, dict) and ok.get("accepted") is False and isinstance(ok.get("reason"), str):
+                reasons.add(ok["reason"])
+            error = response.get("error")
+            if isinstance(error, dict):
+                kinds.add(str(error.get("kind")))
+                code = error_code(str(error.get("kind")), str(error.get("message")))
+                if code is not None:
+                    errors.add(code)
+    return {
+        "rows": sorted(set(trace)),
+        "events": sorted(events),
+        "reasons": sorted(reasons),
+        "errors": sorted(errors),
+        "kinds": sorted(kinds),
+    }
+
+
+def generate(data: dict[str, Any]) -> dict[str, Any]:
+    """The vector ``data`` with responses, coverage and hash filled in by running it on the reference."""
+    trace: list[str] = []
+    subject = InProcessSubject(trace=trace)
+    steps = []
+    for step in data["steps"]:
+        steps.append({"request": step["request"], "responses": subject.send(step["request"])})
+    result = {
+        "format": VECTOR_FORMAT,
+        "id": data["id"],
+        "description": data["description"],
+        "origin": data["origin"],
+        "tags": sorted(set(data.get("tags", []))),
+        "requires": sorted(set(data.get("requires", []))),
+        "steps": steps,
+        "covers": _covers(trace, steps),
+        "sha256": canonical_hash(data["id"], steps),
+    }
+    if "hook" not in result["requires"] and '"$hook"' in _canonical([s["request"] for s in steps]):
+        result["requires"] = sorted({*result["requires"], "hook"})
+    return result
+
+
+def render(data: dict[str, Any]) -> str:
+    """The committed text of a vector: one line per request and per response line, ASCII-only JSON
+    (lone surrogates and control characters survive any editor), so diffs read step by step."""
+
+    def compact(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=True, separators=(", ", ": "))
+
+    lines = ["{"]
+    for key, value in data.items():
+        if key != "steps":
+            lines.append(f" {compact(key)}: {compact(value)},")
+            continue
+        lines.append(' "steps": [')
+        for index, step in enumerate(value):
+            lines.append(f'  {{"request": {compact(step["request"])},')
+            if "responses" in step:
+                lines[-1] += ' "responses": ['
+                lines += [f"    {compact(response)}," for response in step["responses"]]
+                lines[-1] = lines[-1].rstrip(",")
+                lines.append("  ]}" + ("," if index < len(value) - 1 else ""))
+            else:
+                lines[-1] = lines[-1].rstrip(",") + "}" + ("," if index < len(value) - 1 else "")
+        lines.append(" ],")
+    lines[-1] = lines[-1].rstrip(",")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def manifest(vectors: Iterable[Vector], directory: Path) -> dict[str, Any]:
+    entries = [
+        {"id": v.id, "path": v.path.relative_to(directory).as_posix(), "sha256": v.sha256, "tags": v.tags}
+        for v in sorted(vectors, key=lambda v: v.id)
+    ]
+    return {"format": MANIFEST_FORMAT, "spec_sha256": spec_hash(), "count": len(entries), "vectors": entries}
+
+
+def regenerate(directory: Path | None = None, *, write: bool = True) -> list[Path]:
+    """Regenerate every vector (and the manifest) under ``directory``; return the files whose text changed.
+
+    With ``write=False`` nothing is written: the result is the list of drifted files.
+    """
+    directory = directory if directory is not None else default_vectors_dir()
+    changed: list[Path] = []
+    fresh: list[Vector] = []
+    for vector in load_vectors(directory):
+        data = generate(vector.data)
+        text = render(data)
+        if vector.path.read_text(encoding="utf-8") != text:
+            changed.append(vector.path)
+            if write:
+                vector.path.write_text(text, encoding="utf-8")
+        fresh.append(Vector(vector.path, data))
+    manifest_path = directory / "manifest.json"
+    text = json.dumps(manifest(fresh, directory), indent=1, ensure_ascii=True) + "\n"
+    if not manifest_path.is_file() or manifest_path.read_text(encoding="utf-8") != text:
+        changed.append(manifest_path)
+        if write:
+            manifest_path.write_text(text, encoding="utf-8")
+    return changed
+
+
+def drift(directory: Path | None = None) -> list[Path]:
+    """The committed vector files that differ from what the reference produces now."""
+    return regenerate(directory, write=False)

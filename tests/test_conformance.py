@@ -1,0 +1,307 @@
+"""The conformance kit: vectors (schema, drift, coverage), the runner, reports, the trace checker, the fuzzer.
+
+The runs against the JavaScript original are skipped when node or the original is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from tables import raw_table, row
+from tool_call_closure._conform import (
+    SubjectSpec,
+    check_trace,
+    diff_reports,
+    read_report,
+    run_conformance,
+    select_vectors,
+    write_report,
+)
+from tool_call_closure._coverage import coverage_table
+from tool_call_closure._fuzz import fuzz
+from tool_call_closure._subject import locate_original, original_command, reference_command
+from tool_call_closure._vectors import Vector, drift, load_vectors
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "spec"
+VECTORS = load_vectors(SPEC / "vectors")
+ORIGINAL = locate_original()
+HAVE_ORIGINAL = shutil.which("node") is not None and ORIGINAL is not None and ORIGINAL.is_file()
+needs_original = pytest.mark.skipif(not HAVE_ORIGINAL, reason="node or the original is missing (set TCC_JS)")
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return json.loads((SPEC / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    registry: Registry[Any] = Registry().with_resources(
+        (f"https://tool-call-closure.invalid/spec/{n}", Resource.from_contents(_schema(n)))
+        for n in ("protocol.schema.json", "vector.schema.json", "report.schema.json")
+    )
+    return jsonschema.Draft202012Validator(_schema(name), registry=registry)
+
+
+def _deviation_ids(vectors: list[Vector]) -> set[str]:
+    return {v.id for v in vectors if any(t.startswith("deviation:") for t in v.tags)}
+
+
+# --------------------------------------------------------------------------- vectors
+
+
+def test_vectors_match_their_schema_and_the_protocol_schema() -> None:
+    validator = _validator("vector.schema.json")
+    for vector in VECTORS:
+        errors = [f"{vector.path.name}: {e.json_path}: {e.message[:200]}" for e in validator.iter_errors(vector.data)]
+        assert errors == []
+
+
+def test_the_manifest_lists_every_vector_with_its_hash() -> None:
+    manifest = json.loads((SPEC / "vectors" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["format"] == "tool-call-closure.manifest/1"
+    assert {(e["id"], e["sha256"]) for e in manifest["vectors"]} == {(v.id, v.sha256) for v in VECTORS}
+    assert manifest["count"] == len(VECTORS)
+
+
+def test_committed_vectors_do_not_drift_from_the_reference() -> None:
+    """The consensus-specs rule: expectations are what the reference produces now."""
+    drifted = drift(SPEC / "vectors")
+    assert drifted == [], "run: tool-call-closure vectors"
+
+
+def test_coverage_gate() -> None:
+    text, complete = coverage_table(VECTORS)
+    print(text)
+    assert complete, text
+
+
+def test_drift_is_detected(tmp_path: Path) -> None:
+    copy = tmp_path / "vectors"
+    shutil.copytree(SPEC / "vectors", copy)
+    victim = next(copy.rglob("settle-forged-handle-is-stale.json"))
+    data = json.loads(victim.read_text())
+    data["steps"][2]["responses"][0]["ok"]["observedStatus"] = None
+    victim.write_text(json.dumps(data))
+    assert victim in drift(copy)
+
+
+def test_vector_ids_are_unique_and_are_their_file_names(tmp_path: Path) -> None:
+    from tool_call_closure._vectors import VectorError
+
+    source = next((SPEC / "vectors").rglob("settle-forged-handle-is-stale.json"))
+    (tmp_path / "a").mkdir()
+    shutil.copy(source, tmp_path / "a" / source.name)
+    (tmp_path / "b").mkdir()
+    shutil.copy(source, tmp_path / "b" / source.name)
+    with pytest.raises(VectorError, match="already used"):
+        load_vectors(tmp_path)
+    shutil.rmtree(tmp_path / "b")
+    shutil.copy(source, tmp_path / "a" / "renamed.json")
+    with pytest.raises(VectorError, match="file name must be the vector id"):
+        load_vectors(tmp_path)
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+def test_conform_passes_on_the_reference_in_process_and_as_a_subprocess() -> None:
+    for spec in (SubjectSpec(), SubjectSpec(tuple(reference_command()))):
+        run = run_conformance(VECTORS, spec)
+        assert run.counts() == {"passed": len(VECTORS), "failed": 0, "errored": 0, "skipped": 0}
+        assert run.header["subject"]["implementation"]["language"] == "python"
+
+
+def test_conform_report_lines_match_the_report_schema(tmp_path: Path) -> None:
+    run = run_conformance(VECTORS[:5], SubjectSpec())
+    report = io.StringIO()
+    write_report(run, report)
+    validator = _validator("report.schema.json")
+    lines = [json.loads(line) for line in report.getvalue().splitlines()]
+    assert [line["type"] for line in lines] == ["header"] + ["vector"] * 5 + ["footer"]
+    for line in lines:
+        assert list(validator.iter_errors(line)) == []
+
+
+@needs_original
+def test_the_original_fails_exactly_the_deviation_vectors() -> None:
+    assert ORIGINAL is not None
+    run = run_conformance(VECTORS, SubjectSpec(tuple(original_command(ORIGINAL))))
+    failed = {r.id for r in run.results if r.outcome == "failed"}
+    assert run.counts()["errored"] == 0
+    assert failed == _deviation_ids(VECTORS)
+    assert run.header["subject"]["implementation"]["language"] == "javascript"
+
+
+def _broken_table(tmp_path: Path) -> Path:
+    """The reference with the unknown-call and duplicate rejection reasons swapped in the admit phase."""
+    raw = raw_table()
+    unknown, duplicate = row(raw, "settle.admit.unknown"), row(raw, "settle.admit.duplicate")
+    unknown["result"]["reject"], duplicate["result"]["reject"] = "duplicate_settlement", "unknown_call"
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def test_conform_catches_a_broken_subject(tmp_path: Path) -> None:
+    broken = SubjectSpec((*reference_command(), "--table", str(_broken_table(tmp_path))))
+    run = run_conformance(VECTORS, broken)
+    failed = [r for r in run.results if r.outcome == "failed"]
+    assert failed, "the broken subject passed every vector"
+    assert all(r.message for r in failed)
+
+
+def test_errored_is_kept_apart_from_failed(tmp_path: Path) -> None:
+    crasher = tmp_path / "crasher.py"
+    crasher.write_text(
+        "import sys, json\n"
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        "    if r.get('cmd') == 'hello':\n"
+        "        print(json.dumps({'id': r['id'], 'protocol': 1, 'implementation': {'name': 'x', 'language': 'py',"
+        " 'version': '0'}, 'capabilities': []}), flush=True)\n"
+        "    elif r.get('cmd') == 'call':\n"
+        "        sys.stderr.write('boom\\n'); sys.exit(3)\n"
+        "    else:\n"
+        "        print(json.dumps({'id': r['id'], 'ok': None}), flush=True)\n"
+    )
+    chosen = [v for v in VECTORS if "hook" not in v.requires][:3] + [v for v in VECTORS if "hook" in v.requires][:1]
+    run = run_conformance(chosen, SubjectSpec((sys.executable, str(crasher)), timeout=5))
+    outcomes = [r.outcome for r in run.results]
+    assert outcomes[:3] == ["errored"] * 3  # restarted after each crash
+    assert outcomes[3] == "skipped"  # the crasher declares no hook capability
+    assert "boom" in (run.results[0].stderr or "")
+
+
+def test_tag_filters() -> None:
+    deviations = select_vectors(VECTORS, tags=["deviation:"])
+    assert {v.id for v in deviations} == _deviation_ids(VECTORS)
+    without = select_vectors(VECTORS, skip_tags=["deviation:"])
+    assert len(without) + len(deviations) == len(VECTORS)
+    rows = select_vectors(VECTORS, tags=["row:settle.admit.stale"])
+    assert rows
+    assert all("row:settle.admit.stale" in v.all_tags() for v in rows)
+
+
+def test_report_diff_joins_runs_by_vector_id(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    with good.open("w") as out:
+        write_report(run_conformance(VECTORS, SubjectSpec()), out)
+    broken = SubjectSpec((*reference_command(), "--table", str(_broken_table(tmp_path))))
+    with bad.open("w") as out:
+        write_report(run_conformance(VECTORS, broken), out)
+    text = io.StringIO()
+    assert diff_reports(good, good, text) == 0
+    text = io.StringIO()
+    assert diff_reports(good, bad, text) == 1
+    _, lines, _ = read_report(bad)
+    changed = [vid for vid, line in lines.items() if line["outcome"] != "passed"]
+    assert changed
+    assert all(f"! {vid}: passed -> failed" in text.getvalue() for vid in changed)
+
+
+# --------------------------------------------------------------------------- the trace checker
+
+
+def _trace_lines(vector: Vector) -> list[str]:
+    lines = []
+    for step in vector.steps:
+        lines.append(json.dumps(step["request"]))
+        lines += [json.dumps(response) for response in step["responses"]]
+    return lines
+
+
+def test_check_accepts_a_faithful_trace_and_pinpoints_a_divergent_step() -> None:
+    vector = next(v for v in VECTORS if v.id == "settle-forged-handle-is-stale")
+    out = io.StringIO()
+    assert check_trace(_trace_lines(vector), out) == 0
+    assert "4 requests checked" in out.getvalue()
+    lines = _trace_lines(vector)
+    tampered = [line.replace('"observedStatus": "success"', '"observedStatus": null') for line in lines]
+    out = io.StringIO()
+    assert check_trace(tampered, out) == 1
+    report = out.getvalue()
+    assert "step 3 (request on line 5)" in report
+    assert "observedStatus" in report
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"id":1,"cmd":"new"}', "{oops"], "line 2: not JSON"),
+        (['{"id":1,"ok":null}'], "line 1: a response before any request"),
+        (['{"id":1,"cmd":"new"}', "[1]"], "line 2: a trace line must be a JSON object"),
+        (['{"id":1,"cmd":"new"}', '{"id":1}'], "line 2: neither a request"),
+    ],
+)
+def test_check_reports_malformed_traces_with_their_line_number(lines: list[str], message: str) -> None:
+    out = io.StringIO()
+    assert check_trace(lines, out) == 2
+    assert message in out.getvalue()
+
+
+def test_check_command_line(tmp_path: Path) -> None:
+    vector = next(v for v in VECTORS if v.id == "settle-forged-handle-is-stale")
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("\n".join(_trace_lines(vector)) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tool_call_closure", "check", str(trace)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --------------------------------------------------------------------------- the fuzzer
+
+
+def test_fuzz_finds_no_divergence_in_the_reference_itself() -> None:
+    result = fuzz(SubjectSpec(tuple(reference_command())), max_examples=30, seed=1)
+    assert result.divergence is None
+    assert result.examples >= 30
+
+
+def test_fuzz_catches_a_broken_subject_and_shrinks_to_a_minimal_vector(tmp_path: Path) -> None:
+    broken = SubjectSpec((*reference_command(), "--table", str(_broken_table(tmp_path))))
+    result = fuzz(broken, max_examples=300, seed=2, out_dir=tmp_path / "out")
+    assert result.divergence is not None
+    assert result.vector_path is not None
+    vector = load_vectors(tmp_path / "out")[0]
+    assert vector.data["origin"] == "fuzz"
+    # Minimal: new, a begin, and the one settlement whose reason differs.
+    assert len(vector.steps) <= 3, vector.steps
+    # 1-minimal: dropping any step but the first (new) makes the subject agree with the reference.
+    for dropped in range(1, len(vector.steps)):
+        steps = [s["request"] for i, s in enumerate(vector.steps) if i != dropped]
+        run = _run_requests(steps, broken)
+        assert run is None, f"still diverges without step {dropped}"
+
+
+def _run_requests(requests: list[dict[str, Any]], spec: SubjectSpec) -> str | None:
+    """The first divergence between the reference and ``spec`` on ``requests``, or None."""
+    from tool_call_closure._compare import diff_responses
+    from tool_call_closure._subject import InProcessSubject
+
+    reference, subject = InProcessSubject(), spec.start()
+    try:
+        for request in requests:
+            problem = diff_responses(reference.send(request), subject.send(request))
+            if problem is not None:
+                return problem
+    finally:
+        subject.close()
+    return None
+
+
+@needs_original
+def test_fuzz_against_the_original_finds_no_undocumented_divergence() -> None:
+    assert ORIGINAL is not None
+    result = fuzz(SubjectSpec(tuple(original_command(ORIGINAL))), max_examples=100, seed=3)
+    assert result.divergence is None, (result.divergence, result.scenario)
