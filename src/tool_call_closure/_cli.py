@@ -107,6 +107,11 @@ def _build_parser() -> argparse.ArgumentParser:
     vectors.add_argument("--dir", type=Path, metavar="DIR", help="vector directory (default: spec/vectors)")
     vectors.add_argument("--check", action="store_true", help="do not write; exit 1 if the vectors drift")
     vectors.add_argument("--coverage", action="store_true", help="print the coverage table (exit 1 if incomplete)")
+    vectors.add_argument(
+        "--from-model",
+        action="store_true",
+        help="(re)generate the model vectors: the shortest witness of every table row, in DIR/model",
+    )
 
     serve = commands.add_parser("serve", help="serve protocol v1 on stdin/stdout (a conformance subject)")
     serve.add_argument(
@@ -230,6 +235,11 @@ def _vectors(args: argparse.Namespace) -> int:
     from ._vectors import VectorError, default_vectors_dir, drift, load_vectors, regenerate
 
     directory = args.dir if args.dir is not None else default_vectors_dir()
+    if args.from_model and not args.check:
+        from ._modelgen import generate_model_vectors
+
+        written = generate_model_vectors(directory / "model")
+        print(f"{len(written)} model vectors written to {directory / 'model'}")
     try:
         changed = drift(directory) if args.check else regenerate(directory)
         vectors = load_vectors(directory)
