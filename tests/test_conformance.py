@@ -61,6 +61,29 @@ def _deviation_ids(vectors: list[Vector]) -> set[str]:
 
 def test_vectors_match_their_schema_and_the_protocol_schema() -> None:
     validator = _validator("vector.schema.json")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # the validator recurses through the content-deep-nesting vector's 300 levels
+    try:
+        _validate_all(validator)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _validate_all(validator: jsonschema.Draft202012Validator) -> None:
+    protocol = _validator("protocol.schema.json")
+    request_schema = {"$ref": "https://tool-call-closure.invalid/spec/protocol.schema.json#/$defs/request"}
+    response_schema = {"$ref": "https://tool-call-closure.invalid/spec/protocol.schema.json#/$defs/response"}
+    for vector in VECTORS:
+        for index, step in enumerate(vector.steps):
+            responses = step["responses"]
+            for response in responses:
+                assert protocol.evolve(schema=response_schema).is_valid(response), (vector.id, index, response)
+            malformed = any(r.get("error", {}).get("kind") == "ProtocolError" for r in responses)
+            if malformed:
+                continue
+            request = json.loads(step["request"]) if isinstance(step["request"], str) else step["request"]
+            # (a vector may send a malformed request on purpose; it then expects a ProtocolError, skipped above)
+            assert protocol.evolve(schema=request_schema).is_valid(request), (vector.id, index, request)
     for vector in VECTORS:
         errors = [f"{vector.path.name}: {e.json_path}: {e.message[:200]}" for e in validator.iter_errors(vector.data)]
         assert errors == []

@@ -712,12 +712,12 @@ def test_projection_json_hook() -> None:
     assert json_stringify(Hook({"a": 1})) == '{"a":1}'
 
 
-def test_projection_json_hook_result_is_not_hooked_again_at_the_same_position() -> None:
-    inner = Hook("never")
-    with pytest.raises(UsageError, match=NOT_SERIALIZABLE):
-        json_stringify(Hook(inner))  # the result is a Hook, but is not asked for __json__: refused
-    assert inner.calls == 0
-    assert json_stringify(Hook(Hooked(1))) == '{"x":1}'  # serialized as a dataclass instead
+def test_projection_json_hook_result_that_is_another_object_is_projected_in_turn() -> None:
+    """Clause (b): a __json__ result that is a different object is projected again, its own __json__ included."""
+    inner = Hook("inner")
+    assert json_stringify(Hook(inner)) == '"inner"'
+    assert inner.calls == 1
+    assert json_stringify(Hook(Hooked(1))) == '"hooked"'
 
 
 def test_projection_nested_json_hook_in_the_result_is_called() -> None:
@@ -802,8 +802,6 @@ def test_projection_enum() -> None:
         lambda: None,
         Point,
         ABSENT,
-        [ABSENT],
-        {"a": ABSENT},
         {1: "int key"},
         {None: 1},
         {(1, 2): "tuple key"},
@@ -1009,3 +1007,43 @@ def test_JS_9_objects_without_their_own_str_convert_like_plain_js_objects() -> N
     assert to_js_string(object()) == "[object Object]"
     assert to_js_string(Named()) == "named"
     assert to_js_string([Point(1), Named()]) == "[object Object],named"
+
+
+class _Undefined:
+    """A __json__ hook whose result is JavaScript's undefined (what a protocol hook without `then` gives)."""
+
+    def __json__(self) -> object:
+        return ABSENT
+
+
+def test_NORM_8_undefined_members_are_omitted_and_undefined_elements_are_null() -> None:
+    """JSON.stringify({k: undefined, j: 1}) is {"j":1}; [1, undefined] is [1,null]; at the top level there is
+    no text, which the original reports as "result content must be JSON-serializable or a string"."""
+    assert json_stringify({"a": ABSENT}) == "{}"
+    assert json_stringify({"k": ABSENT, "j": 1, "m": _Undefined()}) == '{"j":1}'
+    assert json_stringify({"j": 1, "k": _Undefined()}) == '{"j":1}'
+    assert json_stringify({"j": [ABSENT], "k": {"x": _Undefined(), "y": 2}}) == '{"j":[null],"k":{"y":2}}'
+    assert json_stringify([1, ABSENT, _Undefined()]) == "[1,null,null]"
+    for top in (ABSENT, _Undefined()):
+        with pytest.raises(UsageError) as info:
+            json_stringify(top)
+        assert info.value.code == "content_not_serializable"
+
+
+def test_NORM_8_a_json_result_that_is_another_object_is_projected_in_turn() -> None:
+    """The closure's value types define their JSON form with __json__; a hook returning one of them must
+    give its camelCase form, not its Python fields."""
+    from tool_call_closure import BatchHandle, Rejection
+
+    class Returns:
+        def __init__(self, value: object) -> None:
+            self.value = value
+
+        def __json__(self) -> object:
+            return self.value
+
+    rejection = Rejection("stale_generation", "a", 1, None)
+    assert json_stringify(Returns(rejection)) == (
+        '{"accepted":false,"reason":"stale_generation","callId":"a","generation":1,"observedStatus":null}'
+    )
+    assert json_stringify([Returns(Returns(BatchHandle(generation=2)))]) == '[{"generation":2}]'

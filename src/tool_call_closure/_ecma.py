@@ -479,6 +479,7 @@ def json_stringify(value: object) -> str:
     cur: Any = value
     sep = ""  # what precedes the next member of the top frame: "{" or "[" first, then ","
     skip_hook = False  # True while emitting a __json__ result in its owner's place
+    member_sep = ""  # the separator before the object member whose value is being emitted
     while True:
         cls = type(cur)
         # -- emit `cur` -----------------------------------------------------------
@@ -523,7 +524,16 @@ def json_stringify(value: object) -> str:
             append(_json_float(cur))
         # -- subclasses and the projection rule -------------------------------------
         elif cur is ABSENT:
-            raise _refuse("undefined (ABSENT)", stack)
+            # JavaScript's undefined (only the protocol's hooks without a `then` produce it): JSON.stringify
+            # omits an object member, writes null in an array, and has no text at the top level.
+            owner = next((frame for frame in reversed(stack) if frame[2]), None)
+            if owner is None:
+                raise _refuse("undefined (ABSENT)", stack)
+            if owner[2] == "]":
+                append("null")
+            else:
+                out.pop()  # the member's key, written just before its value was resolved
+                sep = member_sep
         elif not skip_hook and getattr(cls, "__json__", None) is not None:
             replacement = cur.__json__()  # caller code
             if replacement is not cur:
@@ -532,8 +542,10 @@ def json_stringify(value: object) -> str:
                     raise _circular(stack)
                 on_path.add(oid)
                 push((iter(_NO_ITEMS), _NO_ITEMS, "", oid, cur))  # marker frame
+            # A different object is projected in turn (its own __json__ included: for the closure's value
+            # types __json__ *is* their property set); a __json__ returning its owner uses the other clauses.
+            skip_hook = replacement is cur
             cur = replacement
-            skip_hook = True
             continue
         elif isinstance(cur, str):
             append(encode(cur))  # the encoder reads the str value itself: no caller code
@@ -604,13 +616,14 @@ def json_stringify(value: object) -> str:
                         elif cls is float:
                             append(sep + encode(key) + ":" + _json_float(cur))
                         else:
+                            member_sep = sep  # restored if the value turns out to be undefined (ABSENT)
                             append(sep + encode(key) + ":")
                             sep = ","
                             break
                         sep = ","
                     else:
                         stack.pop()
-                        append("}")
+                        append("{}" if sep == "{" else "}")  # "{}" when every member was undefined
                         on_path.discard(frame[3])
                         continue
                 else:

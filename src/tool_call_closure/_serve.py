@@ -60,6 +60,10 @@ class Error(Exception):
         super().__init__(message)
         self.message = message
 
+    def __json__(self) -> dict[str, Any]:
+        # A JavaScript Error has no enumerable own properties: JSON.stringify writes {}.
+        return {}
+
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
@@ -129,7 +133,10 @@ class Hook:
         return to_js_string(self._trigger())
 
     def __json__(self) -> Any:
-        return self._trigger()
+        then = self._trigger()
+        # JSON.stringify serializes what toJSON returned as a plain object without asking it for toJSON
+        # again; a hook returned as a value has no own keys, so it is written as {} without triggering.
+        return {} if isinstance(then, Hook) else then
 
     def __repr__(self) -> str:
         return f"<Hook triggered={self._triggered}>"
