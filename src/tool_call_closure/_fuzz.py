@@ -11,8 +11,9 @@ is a smaller scenario.  The minimal failing scenario is written out as a new
 vector (origin ``fuzz``) whose expectations are the reference's, ready to be
 reviewed and moved into ``spec/vectors/``.
 
-The run is bounded by ``max_examples`` and by ``seconds`` (examples that would
-start after the time budget do nothing), and is reproducible with ``seed``.
+The run is bounded by ``max_examples`` and by ``seconds`` (a time-bounded run
+is a series of independent Hypothesis batches, stopped when the budget is
+spent), and is reproducible with ``seed``.
 Hypothesis is a development dependency: ``pip install tool-call-closure[dev]``.
 """
 
@@ -85,51 +86,59 @@ def fuzz(
         subject_box[0].close()
         subject_box[0] = spec.start()
 
-    @settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
-    @given(data=st.data())
-    def scenario(data: Any) -> None:
-        if seconds is not None and time.perf_counter() - started > seconds:
-            return  # past the time budget: the remaining examples do nothing
-        result.examples += 1
-        sent: list[dict[str, Any]] = []
+    def batch(examples: int, batch_seed: int | None) -> None:
+        @settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate, Phase.shrink],
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+        )
+        @given(data=st.data())
+        def scenario(data: Any) -> None:
+            result.examples += 1
+            sent: list[dict[str, Any]] = []
 
-        class LockstepReference(InProcessSubject):
-            """The reference; every request it answers is replayed on the subject at once."""
+            class LockstepReference(InProcessSubject):
+                """The reference; every request it answers is replayed on the subject at once."""
 
-            def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
-                expected = super().send(request)
-                assert isinstance(request, dict)
-                sent.append(request)
-                result.requests += 1
-                try:
-                    actual = subject().send(request)
-                except SubjectError as exc:
-                    restart()
-                    problem: str | None = f"the subject broke: {exc}"
-                else:
-                    problem = diff_responses(expected, actual)
-                if problem is not None:
-                    last_failure["scenario"] = list(sent)
-                    last_failure["problem"] = f"request {len(sent)}: {problem}"
-                    raise _DivergenceError(problem)
-                return expected
+                def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+                    expected = super().send(request)
+                    assert isinstance(request, dict)
+                    sent.append(request)
+                    result.requests += 1
+                    try:
+                        actual = subject().send(request)
+                    except SubjectError as exc:
+                        restart()
+                        problem: str | None = f"the subject broke: {exc}"
+                    else:
+                        problem = diff_responses(expected, actual)
+                    if problem is not None:
+                        last_failure["scenario"] = list(sent)
+                        last_failure["problem"] = f"request {len(sent)}: {problem}"
+                        raise _DivergenceError(problem)
+                    return expected
 
-        builder = ScenarioBuilder(data.draw, LockstepReference(), deviations=deviations)
-        builder.build(steps=data.draw(st.integers(1, steps)))
-        if progress is not None:
-            result.seconds = time.perf_counter() - started
-            progress(result)
+            builder = ScenarioBuilder(data.draw, LockstepReference(), deviations=deviations)
+            builder.build(steps=data.draw(st.integers(1, steps)))
+            if progress is not None:
+                result.seconds = time.perf_counter() - started
+                progress(result)
 
-    test = scenario if seed is None else hypothesis_seed(seed)(scenario)
+        (scenario if batch_seed is None else hypothesis_seed(batch_seed)(scenario))()
+
+    # Hypothesis has no time budget of its own, and an example must not behave differently when replayed, so
+    # a time-bounded run is a series of independent batches, each seeded from the run's seed.
+    batch_size = max_examples if seconds is None else min(max_examples, 50)
+    number = 0
     try:
-        test()
+        while result.examples < max_examples:
+            if seconds is not None and time.perf_counter() - started > seconds:
+                break
+            batch(min(batch_size, max_examples - result.examples), None if seed is None else seed + number)
+            number += 1
     except _DivergenceError:
         # Hypothesis re-runs the minimal failing example last, so last_failure holds the shrunk scenario.
         result.divergence = last_failure["problem"]

@@ -253,7 +253,7 @@ class ScenarioBuilder:
             return then
         calls = [self._request(depth + 1) for _ in range(self.draw(st.integers(0, 2)))]
         spec: dict[str, Any] = {"calls": calls}
-        if then is not _ABSENT:
+        if then is not _ABSENT and self.draw(st.integers(0, 9)) != 0:  # sometimes no then: undefined
             spec["then"] = then
         if self.draw(st.integers(0, 5)) == 0:
             spec["throw"] = self._text()
