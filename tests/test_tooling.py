@@ -36,7 +36,34 @@ def test_the_wheel_ships_the_table_the_adapter_and_the_type_marker(tmp_path: Pat
     assert "tool_call_closure/_spec/machine.json" in names
     assert "tool_call_closure/_node/adapter.cjs" in names
     assert "tool_call_closure/py.typed" in names
+    assert "tool_call_closure/_spec/vectors/manifest.json" in names
+    assert "tool_call_closure/_spec/catalogue.json" in names
+    assert "tool_call_closure/_spec/deviations.json" in names
     shipped = zipfile.ZipFile(wheel).read("tool_call_closure/_spec/machine.json")
     assert shipped == (ROOT / "spec" / "machine.json").read_bytes()
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "tool-call-closure = tool_call_closure._cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_an_installed_wheel_runs_conform_with_no_arguments(tmp_path: Path) -> None:
+    """The README's main command works from a plain (non-editable) install: the vectors ship in the wheel."""
+    wheels = tmp_path / "wheels"
+    done = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), ".")
+    if done.returncode != 0 and "hatchling" in done.stderr:
+        pytest.skip("hatchling is not installed in this environment")
+    assert done.returncode == 0, done.stderr
+    (wheel,) = wheels.glob("tool_call_closure-*.whl")
+    target = tmp_path / "site"
+    done = _run(sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel))
+    assert done.returncode == 0, done.stderr
+    conform = subprocess.run(
+        [sys.executable, "-m", "tool_call_closure", "conform", "--no-report"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert conform.returncode == 0, conform.stdout + conform.stderr
+    assert "failed 0  errored 0" in conform.stdout
