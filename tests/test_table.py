@@ -16,7 +16,7 @@ import pytest
 
 from tables import RAW, closure_for, modified, raw_table, row
 from tool_call_closure import TableError, ToolCallClosure, UsageError
-from tool_call_closure._machine import MACHINE, Machine
+from tool_call_closure._machine import Machine
 from tool_call_closure._table import TABLE, covering_row, load_table
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
@@ -135,6 +135,53 @@ def test_refuses_exit_from_terminal_call_state() -> None:
         )
 
     _refused(change, "exit from terminal call state 'error'")
+
+
+def test_refuses_a_call_transition_that_contradicts_its_events_status() -> None:
+    """A call's state is its settlement's status (exports decide is_error from the state)."""
+
+    def change(raw: dict[str, Any]) -> None:  # swap the targets of report_success and report_error
+        raw["call_transitions"][0]["to"], raw["call_transitions"][1]["to"] = "error", "success"
+
+    _refused(change, "settles a call as 'success' but moves it to 'error'")
+
+
+def test_refuses_a_missing_pair_reachable_only_through_caller_code() -> None:
+    """After close's normalize phase, a nested close can leave the generation closed: the recheck must end it."""
+    _refused(
+        lambda raw: raw.update(transitions=[r for r in raw["transitions"] if r["id"] != "close.recheck.closed"]),
+        "missing pair (cancelled, close) after phase 'normalize'",
+    )
+
+
+def test_refuses_reopening_a_generation_an_effect_closed() -> None:
+    """begin.commit.supersede closes the current generation; without start_generation its `to` would reopen it."""
+    _refused(lambda raw: row(raw, "begin.commit.supersede").update(effects=["supersede"]), "exit from a closed state")
+
+
+def test_refuses_caller_code_in_a_locked_phase() -> None:
+    def change(raw: dict[str, Any]) -> None:
+        moved = row(raw, "export.prepare.default")
+        moved["phase"] = "admit"
+        raw["transitions"].remove(moved)
+        raw["transitions"].insert(raw["transitions"].index(row(raw, "export.admit.foreign")), moved)
+        moved["guard"] = "snapshot_open"
+        del row(raw, "export.admit.open")["guard"]
+
+    _refused(change, "runs an operation of its own but phase 'admit' holds the lock")
+    _refused(
+        lambda raw: row(raw, "settle.prepare.read").update(phase="admit", guard="has_pending_calls"),
+        "runs caller code but phase 'admit' holds the lock",
+    )
+
+
+def test_refuses_an_unlocked_phase_that_changes_state() -> None:
+    _refused(
+        lambda raw: row(raw, "settle.normalize.outcome").update(
+            {"from": ["open"], "effects": ["normalize_outcome", "record_settlement"]}
+        ),
+        "changes state in unlocked phase 'normalize'",
+    )
 
 
 def test_refuses_rewriting_a_closed_generation() -> None:
@@ -298,20 +345,6 @@ def test_a_defaulted_pair_raises_illegal_transition_and_changes_nothing() -> Non
 
 
 # --------------------------------------------------------------------------- the table drives the interpreter
-
-
-def test_changing_a_call_transition_changes_the_call_state() -> None:
-    def change(raw: dict[str, Any]) -> None:  # swap the targets of report_success and report_error
-        raw["call_transitions"][0]["to"], raw["call_transitions"][1]["to"] = "error", "success"
-
-    table = modified(change)
-    closure = closure_for(table)
-    handle = closure.begin([{"id": "a", "name": "t"}]).handle
-    closure.succeed(handle, "a", "ok")
-    snapshot = closure.snapshot()
-    assert snapshot is not None
-    assert snapshot.calls[0].state == "error"
-    assert MACHINE.table is TABLE  # the shipped machine is untouched
 
 
 def test_changing_a_rows_states_changes_which_row_fires() -> None:

@@ -86,6 +86,7 @@ class OperationSpec:
 class EffectSpec:
     id: str
     caller_code: bool
+    runs_operation: bool  # it performs an operation of its own, which takes the lock
     writes: str  # "current_run" | "new_run" | "none"
     run_to: str | None
     call_event: str | None
@@ -138,6 +139,7 @@ class Table:
     initial_call_state: str
     terminal_call_states: frozenset[str]
     call_events: Mapping[str, str]  # event id -> provenance
+    call_event_status: Mapping[str, str]  # event id -> the call state it gives
     call_transitions: tuple[CallTransition, ...]
     phases: Mapping[str, bool]  # phase id -> locked
     operations: Mapping[str, OperationSpec]
@@ -272,6 +274,14 @@ def parse_table(raw: Any) -> Table:
         }
     )
 
+    call_event_status = MappingProxyType(
+        {
+            e["id"]: _known(
+                _str(e.get("status"), f"call_events.{e['id']}.status"), call_states, "call_events", "call state"
+            )
+            for e in event_list
+        }
+    )
     call_transitions: list[CallTransition] = []
     ct_list = _obj_list(top, "call_transitions")
     _ids(ct_list, "call_transitions")
@@ -283,6 +293,11 @@ def parse_table(raw: Any) -> Table:
         dst = _known(_str(_field(t, "to", where), f"{where}.to"), call_states, where, "call state")
         if src in terminal:
             raise _fail(where, f"exit from terminal call state {src!r}")
+        if dst != call_event_status[event]:
+            # A call's state is its settlement's status: exports decide is_error from the state.
+            raise _fail(
+                where, f"event {event!r} settles a call as {call_event_status[event]!r} but moves it to {dst!r}"
+            )
         if (src, event) in seen_pairs:
             raise _fail(where, f"overlaps another row for ({src}, {event})")
         seen_pairs.add((src, event))
@@ -341,6 +356,7 @@ def parse_table(raw: Any) -> Table:
         effects[e["id"]] = EffectSpec(
             id=e["id"],
             caller_code=_bool(_field(e, "caller_code", where), f"{where}.caller_code"),
+            runs_operation=_bool(e.get("runs_operation", False), f"{where}.runs_operation"),
             writes=_one_of(e.get("writes", "none"), ("current_run", "new_run", "none"), f"{where}.writes"),
             run_to=run_to,
             call_event=call_event,
@@ -388,6 +404,7 @@ def parse_table(raw: Any) -> Table:
         initial_call_state=initial_calls[0],
         terminal_call_states=terminal,
         call_events=call_events,
+        call_event_status=call_event_status,
         call_transitions=tuple(call_transitions),
         phases=phases,
         operations=MappingProxyType(operations),
@@ -404,6 +421,7 @@ def parse_table(raw: Any) -> Table:
         invariants=invariants,
     )
     _check_overlaps(table)
+    _check_phases(table)
     _check_reachability(table)
     _check_totality(table)
     return table
@@ -490,6 +508,12 @@ def _parse_row(
     if to and "new_run" not in writes and any(s in closed for s in from_states):
         bad = next(s for s in from_states if s in closed)
         raise _fail(where, f"exit from closed state {bad!r} without start_generation")
+    closing = [i for i, e in enumerate(row_effects) if effects[e].run_to is not None]
+    if to and closing and not any(effects[e].writes == "new_run" for e in row_effects[closing[-1] + 1 :]):
+        closer = row_effects[closing[-1]]
+        raise _fail(
+            where, f"moves the generation {closer!r} closed (exit from a closed state without start_generation)"
+        )
 
     raw_result = r.get("result")
     result: RowResult | None = None
@@ -557,6 +581,40 @@ def covering_row(table: Table, state: str, op: str) -> Row | None:
     return None
 
 
+def _check_phases(table: Table) -> None:
+    """Caller code and nested operations run only in unlocked phases; unlocked phases change no state."""
+    for row in table.transitions:
+        locked = table.phases[row.phase]
+        for name in row.effects:
+            effect = table.effects[name]
+            if locked and (effect.caller_code or effect.runs_operation):
+                what = "runs caller code" if effect.caller_code else "runs an operation of its own"
+                raise _fail(f"transitions.{row.id}", f"effect {name!r} {what} but phase {row.phase!r} holds the lock")
+            if not locked and effect.writes != "none":
+                raise _fail(f"transitions.{row.id}", f"effect {name!r} changes state in unlocked phase {row.phase!r}")
+        if not locked and (row.to or (row.result is not None and row.result.kind == "reject")):
+            raise _fail(f"transitions.{row.id}", f"unlocked phase {row.phase!r} cannot move the state or reject")
+
+
+def _successors(table: Table) -> dict[str, set[str]]:
+    """Run state -> the states any row (or closing effect) can move the current generation to."""
+    moves: dict[str, set[str]] = {state: set() for state in table.run_states}
+    for row in table.transitions:
+        targets = set(row.to) | {table.effects[e].run_to for e in row.effects if table.effects[e].run_to}
+        for source in row.from_states:
+            moves[source] |= {t for t in targets if t is not None}
+    return moves
+
+
+def _reach(moves: dict[str, set[str]], states: set[str]) -> set[str]:
+    reached, frontier = set(states), list(states)
+    while frontier:
+        for target in moves[frontier.pop()] - reached:
+            reached.add(target)
+            frontier.append(target)
+    return reached
+
+
 def _check_totality(table: Table) -> None:
     for state in table.run_states:
         for op in table.operations:
@@ -568,6 +626,30 @@ def _check_totality(table: Table) -> None:
                     "transitions",
                     f"missing pair ({state}, {op}): no unguarded row ends it and it is not listed in defaulted",
                 )
+    # Caller code in an unlocked phase may run other operations, so after it the current generation can be in
+    # any state reachable from where the operation was: the phases that follow must still end the operation.
+    moves = _successors(table)
+    for op_id, op in table.operations.items():
+        for index, phase in enumerate(op.phases):
+            if table.phases[phase]:
+                continue
+            alive = {s for s in table.run_states if not _ended_before(table, op_id, op.phases[:index], s)}
+            defaulted = {s for s, o in table.defaulted if o == op_id}
+            for state in sorted(_reach(moves, alive) - defaulted):
+                if not any(
+                    r.guard is None and r.result is not None
+                    for later in op.phases[index + 1 :]
+                    for r in table.rows_for(op_id, later, state)
+                ):
+                    raise _fail(
+                        "transitions",
+                        f"missing pair ({state}, {op_id}) after phase {phase!r}: caller code there can leave the "
+                        f"generation {state!r}, and no later unguarded row ends the operation",
+                    )
+
+
+def _ended_before(table: Table, op: str, phases: Sequence[str], state: str) -> bool:
+    return any(r.guard is None and r.result is not None for p in phases for r in table.rows_for(op, p, state))
 
 
 def _check_reachability(table: Table) -> None:

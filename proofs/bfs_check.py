@@ -1,0 +1,291 @@
+"""Exhaustive bounded model check of the real ToolCallClosure: every reachable state, every action.
+
+Theory of operation
+-------------------
+:mod:`_explore` enumerates, breadth first, every state the real implementation
+reaches from a new instance under a finite alphabet of API calls (see its
+docstring for the alphabet, the state abstraction and the symmetry reduction).
+This script checks every invariant that can be observed:
+
+* in every state (:func:`check_state`): WF (the run record agrees with the
+  counter and the handle; the pending counter matches the calls; close reason
+  iff closed), I1 (a call is pending iff it has no settlement, and a settled
+  call's state is its settlement's status), I5 (a closed generation has no
+  pending call), I8 (calls and diagnostics within their limits, every stored
+  string within its byte limit);
+* on every transition (:func:`check_transition`): WD (no exception other
+  than the spec's errors, and never the table's default ``illegal_transition``,
+  which the spec calls unreachable), I1 (a terminal call never changes while its
+  generation is current; an accepted settlement settles exactly that pending
+  call with exactly that settlement), I2 (an action whose handle is not, by
+  identity, the current one — stale, look-alike, ``None``, or made stale by a
+  nested ``begin`` — is rejected as ``stale_generation`` and changes nothing
+  but, at most, one appended diagnostic), I3 (the snapshots the caller holds
+  never change), I4 (an action that raises changes nothing), I5 (a closed
+  generation keeps its state, close reason and calls), I6 (an export changes
+  nothing, succeeds only for a registered closed snapshot, refuses foreign and
+  open ones with the right error, and renders one item per settled call), I7
+  (a successful ``begin`` adds exactly one and returns the new number;
+  nothing else changes the counter).
+
+When caller code ran a nested action, the nested action is checked as a
+transition from the state before, and the rest of the outer action as a
+transition from the state right after the nested one (so I4's "changes made
+by nested operations are kept" is checked exactly).
+
+On the first violation it prints the shortest trace (actions from a new
+instance), the states before and after, and exits 1.  A table the reference's
+validator refuses (``--table``) is reported and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from _explore import (
+    Action,
+    Bounds,
+    Observation,
+    Outcome,
+    World,
+    error_code,
+    explore,
+    fresh_world,
+    iter_violation_lines,
+    machine_for,
+)
+
+from tool_call_closure import Accepted, BeginResult, Rejection
+from tool_call_closure._closure import Limits
+from tool_call_closure._ecma import utf8_length
+from tool_call_closure._errors import TableError
+from tool_call_closure._machine import Machine
+
+
+class Checks:
+    """The invariant checks for one machine and one set of limits."""
+
+    def __init__(self, machine: Machine, limits: Limits) -> None:
+        table = machine.table
+        self.limits = limits
+        self.pending = table.initial_call_state
+        self.closed = table.closed_run_states
+        self.builtin_codes = {"error", "cancelled", *table.texts.values()}  # default codes are exempt
+        self.defaults = {table.default_error, table.call_default_error, "illegal_transition"}
+
+    # ---- states
+
+    def check_state(self, obs: Observation) -> str | None:
+        limits = self.limits
+        if obs.state == "none":
+            if obs.generation != 0 or obs.calls:
+                return "WF: no generation has begun, yet the counter or the calls are set"
+        elif obs.handle is None or not obs.generation == obs.run_generation == obs.handle.generation:
+            return "WF: the run's generation, its handle's and the counter disagree"
+        pending = sum(call.state == self.pending for call in obs.calls)
+        if obs.pending != pending:
+            return f"WF: the run's pending counter is {obs.pending} but {pending} calls are pending"
+        closed = obs.state in self.closed
+        if closed != (obs.close_reason is not None):
+            return "WF: a close reason is present exactly when the generation is closed"
+        for call in obs.calls:
+            if (call.state == self.pending) != (call.settlement is None):
+                return f"I1: call {call.id} is {call.state} with settlement {call.settlement}"
+            if call.settlement is not None and call.settlement.status != call.state:
+                return f"I1: call {call.id} is {call.state} but its settlement says {call.settlement.status}"
+        if closed and pending:
+            return f"I5: generation {obs.generation} is {obs.state} with {pending} pending call(s)"
+        if len(obs.calls) > limits.max_calls or len(obs.diagnostics) > limits.max_diagnostics:
+            return f"I8: {len(obs.calls)} calls / {len(obs.diagnostics)} diagnostics exceed the limits"
+        return self._check_strings(obs)
+
+    def _check_strings(self, obs: Observation) -> str | None:
+        limits = self.limits
+        texts: list[tuple[str, str | None, int]] = []
+        for call in obs.calls:
+            texts += [("id", call.id, limits.max_id_bytes), ("name", call.name, limits.max_name_bytes)]
+            if call.settlement is not None:
+                s = call.settlement
+                texts += [("content", s.content, limits.max_result_bytes)]
+                texts += [("message", s.message, limits.max_message_bytes)]
+                if s.code not in self.builtin_codes:
+                    texts.append(("code", s.code, limits.max_code_bytes))
+        if obs.close_reason is not None:
+            texts.append(("close message", obs.close_reason.message, limits.max_message_bytes))
+        for what, text, limit in texts:
+            if text is not None and utf8_length(text) > limit:
+                return f"I8: a stored {what} has {utf8_length(text)} bytes, over its limit {limit}"
+        return None
+
+    # ---- transitions
+
+    def check_transition(
+        self, world: World, before: Observation, action: Action, after: Observation, outcome: Outcome
+    ) -> str | None:
+        result, error = outcome.result, outcome.error
+        if error is not None and error_code(error).startswith("crash:"):
+            return f"WD: {action.label} crashed: {error!r}"
+        if error is not None and error_code(error) in self.defaults:
+            return f"WD: {action.label} reached the table's default ({error}): a case no row covers"
+        same_generation = after.generation == before.generation
+        for check in (
+            self._i1(before, after, result, action, same_generation),
+            self._i2(before, after, outcome, action),
+            self._i3(before),
+            self._i4(before, after, error),
+            self._i5(before, after, same_generation),
+            self._i6(world, before, after, outcome, action),
+            self._i7(before, after, result, action),
+        ):
+            if check is not None:
+                return check
+        return None
+
+    def _i1(
+        self, before: Observation, after: Observation, result: object, action: Action, same_generation: bool
+    ) -> str | None:
+        if same_generation:
+            if [c.id for c in after.calls] != [c.id for c in before.calls]:
+                return "I1: the calls of the current generation changed"
+            for old, new in zip(before.calls, after.calls, strict=True):
+                if old.state != self.pending and new != old:
+                    return f"I1: terminal call {old.id} changed from {old.state} to {new.state}"
+        if isinstance(result, Accepted):
+            position = next((i for i, c in enumerate(before.calls) if c.id == action.call_id), None)
+            if position is None or before.calls[position].state != self.pending or not same_generation:
+                return f"I1: {action.label} was accepted for a call that was not pending"
+            if after.calls[position].settlement != result.settlement:
+                return f"I1: {action.label} was accepted but the call does not hold that settlement"
+        return None
+
+    def _i2(self, before: Observation, after: Observation, outcome: Outcome, action: Action) -> str | None:
+        if action.op not in ("settle", "close", "seal"):
+            return None
+        if before.handle is not None and outcome.handle is before.handle:
+            return None  # the current handle
+        result = outcome.result
+        if outcome.error is not None and action.call_id == "":
+            return None  # an invalid call id raises whatever the handle (the spec's order); I4 checks it
+        if not (isinstance(result, Rejection) and result.reason == "stale_generation"):
+            return f"I2: {action.label} was not rejected as stale_generation (result: {result!r})"
+        kept = before.diagnostics == after.diagnostics[: len(before.diagnostics)]
+        if not kept or len(after.diagnostics) - len(before.diagnostics) > 1:
+            return f"I2: {action.label} did more than append one diagnostic"
+        unchanged = (before.generation, before.state, before.calls, before.close_reason, before.handle)
+        if (after.generation, after.state, after.calls, after.close_reason, after.handle) != unchanged:
+            return f"I2: {action.label} changed the instance's state"
+        return None
+
+    def _i3(self, before: Observation) -> str | None:
+        if before.held_copies and before.held != before.held_copies:  # copies are taken once per state
+            return "I3: a snapshot the caller holds changed"
+        return None
+
+    def _i4(self, before: Observation, after: Observation, error: BaseException | None) -> str | None:
+        if error is not None and after != before:
+            return f"I4: the action raised {error_code(error)} but changed the state"
+        return None
+
+    def _i5(self, before: Observation, after: Observation, same_generation: bool) -> str | None:
+        if before.state in self.closed and same_generation:
+            now = (after.state, after.close_reason, after.calls)
+            if now != (before.state, before.close_reason, before.calls):
+                return f"I5: closed generation {before.generation} changed"
+        return None
+
+    def _i6(
+        self, world: World, before: Observation, after: Observation, outcome: Outcome, action: Action
+    ) -> str | None:
+        if action.op != "export":
+            return None
+        if after != before:
+            return f"I6: {action.label} changed the state"
+        arg = world.snapshot_arg(action.arg or "")
+        registry = world.closure._registry
+        if arg is None:  # the default: a fresh snapshot of the current generation (none before the first begin)
+            registered = before.state != "none"
+            closed = before.state in self.closed
+            settled = sum(c.settlement is not None for c in before.calls)
+        else:
+            registered = registry.get(id(arg)) is arg
+            closed = arg.closed
+            settled = sum(c.settlement is not None for c in arg.calls)
+        if outcome.error is None:
+            if not (registered and closed):
+                return f"I6: {action.label} exported a snapshot that is not a registered closed one"
+            if len(outcome.result) != settled:
+                return f"I6: {action.label} rendered {len(outcome.result)} items for {settled} settled calls"
+            return None
+        expected = "snapshot_foreign" if not registered else "snapshot_open" if not closed else "(no error)"
+        if error_code(outcome.error) != expected:
+            return f"I6: {action.label} raised {error_code(outcome.error)}, expected {expected}"
+        return None
+
+    def _i7(self, before: Observation, after: Observation, result: object, action: Action) -> str | None:
+        if isinstance(result, BeginResult):
+            if not after.generation == before.generation + 1 == result.generation:
+                return f"I7: {action.label} succeeded but the generation went {before.generation} -> {after.generation}"
+        elif after.generation != before.generation:
+            return f"I7: {action.label} changed the generation {before.generation} -> {after.generation}"
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=3, help="ids per generation, and max_calls (default 3)")
+    parser.add_argument("--generations", type=int, default=3, help="successful begins to explore (default 3)")
+    parser.add_argument("--max-diagnostics", type=int, default=2, help="the instance's max_diagnostics (default 2)")
+    parser.add_argument("--no-symmetry", action="store_true", help="do not identify states that differ by id names")
+    parser.add_argument("--replay", action="store_true", help="replay paths from new instances instead of cloning")
+    parser.add_argument("--table", type=Path, help="model-check this table instead of the shipped one")
+    args = parser.parse_args(argv)
+    bounds = Bounds(
+        calls=args.calls,
+        generations=args.generations,
+        max_diagnostics=args.max_diagnostics,
+        symmetry=not args.no_symmetry,
+        replay=args.replay,
+    )
+    try:
+        machine = machine_for(args.table)
+    except TableError as exc:
+        print(f"REFUSED: the reference's validator refuses this table: {exc}")
+        return 2
+    checks = Checks(machine, fresh_world(machine, bounds).closure.limits)
+
+    def visit(
+        world: World, before: Observation, action: Action, _after_world: World, after: Observation, outcome: Outcome
+    ) -> str | None:
+        if outcome.nested is None:
+            return checks.check_transition(world, before, action, after, outcome)
+        # Caller code ran a nested action: check it from the state before, then the rest of the outer action.
+        nested_action, nested_outcome, middle = outcome.nested
+        return checks.check_transition(world, before, nested_action, middle, nested_outcome) or (
+            checks.check_transition(world, middle, action, after, outcome)
+        )
+
+    stats, violation = explore(machine, bounds, visit, checks.check_state, trace=True)
+    rows = [r.id for r in machine.table.transitions]
+    missing = [r for r in rows if r not in stats.rows]
+    print(
+        f"explored {stats.states} states, checked {stats.transitions} transitions, depth {stats.depth}, "
+        f"{stats.seconds:.1f}s (calls<={bounds.calls}, generations<={bounds.generations}, "
+        f"max_diagnostics={bounds.max_diagnostics}, symmetry={'on' if bounds.symmetry else 'off'}, "
+        f"{'replay' if bounds.replay else 'clone'})"
+    )
+    if violation is not None:
+        for line in iter_violation_lines(violation):
+            print(line)
+        return 1
+    print(
+        f"rows fired: {len(rows) - len(missing)}/{len(rows)}" + (f" (never: {', '.join(missing)})" if missing else "")
+    )
+    print("OK: I1-I8 held in every state and on every transition")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
