@@ -184,6 +184,18 @@ def test_refuses_an_unlocked_phase_that_changes_state() -> None:
     )
 
 
+def test_refuses_a_decision_in_an_unlocked_phase() -> None:
+    """The state is read only under the lock, so unlocked rows apply in every state and have no guard."""
+    _refused(
+        lambda raw: row(raw, "settle.normalize.outcome").update(guard="call_unknown"),
+        "must apply in every state, unguarded",
+    )
+    _refused(
+        lambda raw: row(raw, "settle.normalize.outcome").update({"from": ["open"]}),
+        "must apply in every state, unguarded",
+    )
+
+
 def test_refuses_rewriting_a_closed_generation() -> None:
     _refused(
         lambda raw: row(raw, "close.admit.idempotent").update(effects=["record_complete"]),

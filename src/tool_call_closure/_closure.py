@@ -55,8 +55,8 @@ def _limit(value: object, name: str, default: int) -> int:
     """OPT-3/OPT-4: ``None`` means the default; otherwise an int in 1..2**53-1 (bool excluded)."""
     if value is None:
         return default
-    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-        number = int.__index__(value)
+    if type(value) is int or (issubclass(type(value), int) and not issubclass(type(value), bool)):
+        number = int.__index__(value)  # type: ignore[arg-type]  # an int subclass: its plain value
         if 1 <= number <= MAX_SAFE_INTEGER:
             return number
     raise spec_error("option_invalid", option=name)

@@ -88,7 +88,7 @@ import json.encoder
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from ._absent import ABSENT
 from ._errors import ToolCallClosureError, spec_error
@@ -240,9 +240,9 @@ def number_to_string(value: int | float) -> str:
     ``1e-7`` → ``"1e-7"``, ``1e16`` → ``"10000000000000000"``.  Subclasses are read through the
     base class.  An int too long to convert raises ``content_not_serializable``.
     """
-    if isinstance(value, float):
+    if issubclass(type(value), float):
         return _float_to_string(_float_repr(value))
-    return _int_digits(value)
+    return _int_digits(cast(int, value))
 
 
 # --------------------------------------------------------------------------- #
@@ -262,9 +262,9 @@ _join_stack: Final = _JoinStack()
 
 def _sequence_iter(value: list[Any] | tuple[Any, ...]) -> Iterator[Any]:
     """Iterate a list (a snapshot of it) or tuple through the base class: no overrides run."""
-    if isinstance(value, list):
-        return iter(list.copy(value))
-    return tuple.__iter__(value)
+    if issubclass(type(value), list):
+        return iter(list.copy(cast(list[Any], value)))
+    return tuple.__iter__(cast(tuple[Any, ...], value))
 
 
 def _join(root: list[Any] | tuple[Any, ...]) -> str:
@@ -287,7 +287,7 @@ def _join(root: list[Any] | tuple[Any, ...]) -> str:
                     parts.append("")
                 elif type(element) is str:
                     parts.append(element)
-                elif isinstance(element, (list, tuple)):
+                elif issubclass(type(element), (list, tuple)):
                     element_id = id(element)
                     if element_id in active:
                         parts.append("")
@@ -336,14 +336,14 @@ def to_js_string(value: object) -> str:
         return "false"
     if cls is dict:
         return "[object Object]"
-    if isinstance(value, (int, float)):
-        return number_to_string(value)
-    if isinstance(value, str):
+    if issubclass(type(value), (int, float)):
+        return number_to_string(cast(float, value))
+    if issubclass(type(value), str):
         return str.__str__(value)  # a str subclass is a string with its plain value (D5): no caller code
-    if isinstance(value, (list, tuple)):
-        return _join(value)
+    if issubclass(type(value), (list, tuple)):
+        return _join(cast(list[Any], value))
     if isinstance(value, BaseException):
-        name = cls.__name__
+        name = str.__str__(cls.__name__)  # a metaclass could make the name a str subclass
         message = _caller_str(value)
         if not message:
             return name
@@ -437,7 +437,7 @@ def _object_items(pairs: list[tuple[Any, Any]], stack: list[_Frame]) -> list[tup
     named: list[tuple[str, Any]] = []
     for key, item in pairs:
         if type(key) is not str:
-            if not isinstance(key, str):
+            if not issubclass(type(key), str):
                 raise _refuse(f"{_describe_key(key)} (object keys must be str)", stack)
             key = str.__str__(key)
         if "0" <= key[:1] <= "9" and _is_array_index(key):
@@ -534,7 +534,7 @@ def json_stringify(value: object) -> str:
             else:
                 out.pop()  # the member's key, written just before its value was resolved
                 sep = member_sep
-        elif not skip_hook and getattr(cls, "__json__", None) is not None:
+        elif not skip_hook and callable(getattr(cls, "__json__", None)):  # a non-function __json__ is ignored
             replacement = cur.__json__()  # caller code
             if replacement is not cur:
                 oid = id(cur)
@@ -547,21 +547,21 @@ def json_stringify(value: object) -> str:
             skip_hook = replacement is cur
             cur = replacement
             continue
-        elif isinstance(cur, str):
+        elif issubclass(type(cur), str):
             append(encode(cur))  # the encoder reads the str value itself: no caller code
-        elif isinstance(cur, int):
+        elif issubclass(type(cur), int):
             append(_int_digits(cur))
-        elif isinstance(cur, float):
+        elif issubclass(type(cur), float):
             append(_json_float(cur))
-        elif isinstance(cur, (list, tuple, Mapping)) or (dataclasses.is_dataclass(cur) and not isinstance(cur, type)):
+        elif issubclass(cls, (list, tuple, Mapping)) or (dataclasses.is_dataclass(cur) and not isinstance(cur, type)):
             oid = id(cur)
             if oid in on_path:
                 raise _circular(stack)
-            if isinstance(cur, list):
+            if issubclass(type(cur), list):
                 items, closer = list.copy(cur), "]"
-            elif isinstance(cur, tuple):
+            elif issubclass(type(cur), tuple):
                 items, closer = tuple(tuple.__iter__(cur)), "]"
-            elif isinstance(cur, Mapping):
+            elif issubclass(type(cur), Mapping):
                 items, closer = _object_items(_mapping_pairs(cur, stack), stack), "}"  # caller code
             else:  # caller code: field reads
                 items, closer = [(field.name, getattr(cur, field.name)) for field in dataclasses.fields(cur)], "}"
@@ -571,11 +571,11 @@ def json_stringify(value: object) -> str:
                 on_path.add(oid)
                 push((iter(items), items, closer, oid, cur))
                 sep = "{" if closer == "}" else "["
-        elif isinstance(cur, (datetime.datetime, datetime.date, datetime.time)) and not callable(
+        elif issubclass(type(cur), (datetime.datetime, datetime.date, datetime.time)) and not callable(
             getattr(cls, "model_dump", None)
         ):
             text = cur.isoformat()
-            if not isinstance(text, str):
+            if not issubclass(type(text), str):
                 raise _refuse(f"{cls.__qualname__}.isoformat() returning {type(text).__qualname__}", stack)
             append(encode(text))
         else:
@@ -583,7 +583,7 @@ def json_stringify(value: object) -> str:
             # replaced object stays on the path (a marker frame) while its replacement is written.
             if callable(getattr(cls, "model_dump", None)):
                 replacement = cur.model_dump(mode="json")  # caller code
-            elif isinstance(cur, enum.Enum):
+            elif issubclass(type(cur), enum.Enum):
                 replacement = cur.value
             else:
                 raise _refuse(f"unsupported type {cls.__module__}.{cls.__qualname__}", stack)

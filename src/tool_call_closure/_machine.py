@@ -22,7 +22,10 @@ that is how a nested close or a newer generation "wins" (catalogue §13).
 
 Locking.  Phases marked ``locked`` run while holding the instance's lock;
 consecutive locked phases share one acquisition, so a recheck and its commit
-are atomic.  Unlocked phases (``prepare``, ``normalize``) are where caller code
+are atomic, and every read of the state happens under the lock.  Rows of
+unlocked phases apply in every state and have no guard (the validator
+requires it), so an unlocked phase never looks at a generation another thread
+is in the middle of changing.  Unlocked phases (``prepare``, ``normalize``) are where caller code
 runs — ``__str__``, properties, ``__json__`` hooks — so caller code never runs
 while the lock is held, and a hook that calls back into the closure cannot
 deadlock.  Nothing in a locked phase calls caller code.
@@ -124,6 +127,8 @@ class Context:
         self.payload: list[dict[str, Any]] = []
 
 
+_NEXT: Final = object()  # a phase's answer when no row ended the operation
+
 Guard = Callable[[Context], bool]
 Effect = Callable[[Context], None]
 Producer = Callable[[Context], Any]
@@ -195,10 +200,15 @@ class Machine:
             segments: list[tuple[bool, list[Mapping[str, tuple[CompiledRow, ...]]]]] = []
             for phase in op.phases:
                 locked = table.phases[phase]
-                by_state = {
-                    state: tuple(_compile_row(table, row, sem) for row in table.rows_for(op_id, phase, state))
-                    for state in table.run_states
-                }
+                by_state: Mapping[str, tuple[CompiledRow, ...]]
+                if locked:
+                    by_state = {
+                        state: tuple(_compile_row(table, row, sem) for row in table.rows_for(op_id, phase, state))
+                        for state in table.run_states
+                    }
+                else:  # the same rows in every state ("*")
+                    rows = table.rows_for(op_id, phase, table.initial_run_state)
+                    by_state = {"*": tuple(_compile_row(table, row, sem) for row in rows)}
                 if segments and segments[-1][0] == locked:
                     segments[-1][1].append(by_state)
                 else:
@@ -211,31 +221,42 @@ class Machine:
         closure = ctx.closure
         lock: threading.Lock = closure._lock
         for locked, phases in self.plans[op]:
-            if locked:
-                lock.acquire()
-            try:
+            if not locked:
+                # Unlocked phases do not depend on the state (the validator requires it), so they never
+                # observe a generation another thread is in the middle of changing.
+                for rows in phases:
+                    outcome = self._fire(ctx, rows["*"])
+                    if outcome is not _NEXT:
+                        return outcome
+                continue
+            with lock:
                 for by_state in phases:
                     run = closure._run
-                    for compiled in by_state[run.state if run is not None else "none"]:
-                        if compiled.guard is not None and not compiled.guard(ctx):
-                            continue
-                        if closure._trace is not None:
-                            closure._trace.append(compiled.row.id)
-                        for effect in compiled.effects:
-                            effect(ctx)
-                        if compiled.to is not None or compiled.to_by is not None:
-                            self._move(ctx, compiled)
-                        if compiled.reject is not None:
-                            return self._reject(ctx, compiled)
-                        if compiled.produce is not None:
-                            return compiled.produce(ctx)
-                        if compiled.raise_code is not None:
-                            raise spec_error(compiled.raise_code)
-                        break
-            finally:
-                if locked:
-                    lock.release()
+                    outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
+                    if outcome is not _NEXT:
+                        return outcome
         raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
+
+    def _fire(self, ctx: Context, rows: tuple[CompiledRow, ...]) -> Any:
+        """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase."""
+        for compiled in rows:
+            if compiled.guard is not None and not compiled.guard(ctx):
+                continue
+            trace = ctx.closure._trace
+            if trace is not None:
+                trace.append(compiled.row.id)
+            for effect in compiled.effects:
+                effect(ctx)
+            if compiled.to is not None or compiled.to_by is not None:
+                self._move(ctx, compiled)
+            if compiled.reject is not None:
+                return self._reject(ctx, compiled)
+            if compiled.produce is not None:
+                return compiled.produce(ctx)
+            if compiled.raise_code is not None:
+                raise spec_error(compiled.raise_code)
+            return _NEXT
+        return _NEXT
 
     def call_event(self, effect: str, status: str) -> str:
         """The call event effect ``effect`` applies to a call reaching ``status`` (from the effect's ``call_event``)."""

@@ -31,7 +31,7 @@ exceptions from it propagate unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ._absent import ABSENT
 from ._ecma import is_blank, json_stringify, to_js_string, truncate_utf8, utf8_length
@@ -72,18 +72,18 @@ def is_object(value: object) -> bool:
         return True
     if value is None or value is ABSENT:
         return False
-    if isinstance(value, Mapping):
+    if issubclass(type(value), Mapping):
         return True
-    return not isinstance(value, _NOT_OBJECTS) and not callable(value)
+    return not issubclass(type(value), _NOT_OBJECTS) and not callable(value)
 
 
 def read_key(value: object, key: str) -> Any:
     """Read property ``key`` of a caller value (see the module docstring); ``ABSENT`` if it has none."""
     if type(value) is dict:
         return value.get(key, ABSENT)
-    if isinstance(value, Mapping):
+    if issubclass(type(value), Mapping):
         try:
-            return value[key]
+            return cast(Mapping[str, Any], value)[key]
         except KeyError:
             return ABSENT
     if is_object(value):
@@ -95,8 +95,8 @@ def safe_positive_int(value: object) -> int | None:
     """``value`` if it is an integer in 1..2**53-1 (bool excluded), else ``None``."""
     if type(value) is int:
         return value if 0 < value <= MAX_SAFE_INTEGER else None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = int.__index__(value)
+    if issubclass(type(value), int) and not issubclass(type(value), bool):
+        number = int.__index__(cast(int, value))
         return number if 0 < number <= MAX_SAFE_INTEGER else None
     return None
 
@@ -108,7 +108,7 @@ def bounded_string(value: object, limit: int, argument: str, index: int = -1) ->
     the field of ``calls[index]`` (the name is only built when an error is raised).
     """
     if type(value) is not str:
-        if not isinstance(value, str):
+        if not issubclass(type(value), str):
             raise spec_error("string_empty", argument=_argument(argument, index))
         value = str.__str__(value)  # a str subclass: its plain value, no caller code
     if is_blank(value):
@@ -130,7 +130,7 @@ def _member(value: object, allowed: frozenset[str]) -> str | None:
     """``value`` as an exact str if it is one of ``allowed``, else ``None``."""
     if type(value) is str:
         return value if value in allowed else None
-    if isinstance(value, str):
+    if issubclass(type(value), str):
         plain = str.__str__(value)
         return plain if plain in allowed else None
     return None
@@ -138,7 +138,7 @@ def _member(value: object, allowed: frozenset[str]) -> str | None:
 
 def _same_plain_string(left: object, right: object) -> bool:
     """Both are strings with the same plain value (compared without running a str subclass's __eq__)."""
-    return isinstance(left, str) and isinstance(right, str) and str.__str__(left) == str.__str__(right)
+    return issubclass(type(left), str) and issubclass(type(right), str) and str.__str__(left) == str.__str__(right)
 
 
 def observed_status(status: object) -> str | None:
@@ -152,7 +152,7 @@ def serialize_content(content: object, limit: int) -> str:
     """NORM-8: strings pass through unquoted; everything else becomes its JSON text; then the byte limit."""
     if type(content) is str:
         text = content
-    elif isinstance(content, str):
+    elif issubclass(type(content), str):
         text = str.__str__(content)
     else:
         text = json_stringify(content)
@@ -169,7 +169,8 @@ def message_text(value: object, default: str, limit: int) -> str:
 def error_message_text(error: object, default: str, limit: int) -> str:
     """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
     if isinstance(error, BaseException):
-        return truncate_utf8(str(error), limit)
+        text = str(error)  # caller code; a str subclass it returns counts with its plain value (D5)
+        return truncate_utf8(text if type(text) is str else str.__str__(text), limit)
     return message_text(error, default, limit)
 
 
@@ -223,10 +224,10 @@ def validate_calls(ctx: Context) -> None:
     calls = ctx.calls_arg
     limits = ctx.closure._limits
     # The base class's methods read a list/tuple subclass without running its overrides.
-    if isinstance(calls, list):
+    if issubclass(type(calls), list):
         length: Callable[[Any], int] = list.__len__
         item: Callable[[Any, int], Any] = list.__getitem__
-    elif isinstance(calls, tuple):
+    elif issubclass(type(calls), tuple):
         length, item = tuple.__len__, tuple.__getitem__
     else:
         raise spec_error("calls_not_array")

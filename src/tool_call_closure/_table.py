@@ -594,6 +594,11 @@ def _check_phases(table: Table) -> None:
                 raise _fail(f"transitions.{row.id}", f"effect {name!r} changes state in unlocked phase {row.phase!r}")
         if not locked and (row.to or (row.result is not None and row.result.kind == "reject")):
             raise _fail(f"transitions.{row.id}", f"unlocked phase {row.phase!r} cannot move the state or reject")
+        if not locked and (row.guard is not None or set(row.from_states) != set(table.run_states)):
+            # Decisions read the state, and the state is only read under the lock.
+            raise _fail(
+                f"transitions.{row.id}", f"a row of unlocked phase {row.phase!r} must apply in every state, unguarded"
+            )
 
 
 def _successors(table: Table) -> dict[str, set[str]]:
@@ -629,16 +634,16 @@ def _check_totality(table: Table) -> None:
     # Caller code in an unlocked phase may run other operations, so after it the current generation can be in
     # any state reachable from where the operation was: the phases that follow must still end the operation.
     moves = _successors(table)
-    for op_id, op in table.operations.items():
-        for index, phase in enumerate(op.phases):
+    for op_id, operation in table.operations.items():
+        for index, phase in enumerate(operation.phases):
             if table.phases[phase]:
                 continue
-            alive = {s for s in table.run_states if not _ended_before(table, op_id, op.phases[:index], s)}
+            alive = {s for s in table.run_states if not _ended_before(table, op_id, operation.phases[:index], s)}
             defaulted = {s for s, o in table.defaulted if o == op_id}
             for state in sorted(_reach(moves, alive) - defaulted):
                 if not any(
                     r.guard is None and r.result is not None
-                    for later in op.phases[index + 1 :]
+                    for later in operation.phases[index + 1 :]
                     for r in table.rows_for(op_id, later, state)
                 ):
                     raise _fail(
