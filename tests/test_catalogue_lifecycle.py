@@ -2264,8 +2264,6 @@ def test_IMM_1_frozen_values() -> None:
     assert to_json(accepted) == f'{{"accepted":true,"generation":2,"callId":"a","settlement":{success("1")}}}'
 
 
-
-
 def test_IMM_1_adding_an_attribute_raises_frozen_instance_error() -> None:
     """D6: a write to a frozen value raises FrozenInstanceError (JavaScript: adding a property to a frozen object
     throws TypeError in strict code), also for an attribute the value does not have."""

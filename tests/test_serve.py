@@ -185,9 +185,7 @@ def test_snapshot_and_clone_tags() -> None:
     assert out[3].startswith(
         '{"id":3,"ok":[{"role":"tool","tool_call_id":"a","content":"{\\"error\\":{\\"code\\":\\"superseded\\"'
     )
-    assert out[4] == (
-        '{"id":4,"error":{"kind":"TypeError","message":"snapshot must be a ToolCallClosure snapshot"}}'
-    )
+    assert out[4] == ('{"id":4,"error":{"kind":"TypeError","message":"snapshot must be a ToolCallClosure snapshot"}}')
     # a rejection object is a value, not a snapshot
     assert json.loads(out[6])["error"]["message"] == "snapshot must be a ToolCallClosure snapshot"
     assert json.loads(out[7])["error"]["kind"] == "ProtocolError"  # request 4 raised: nothing to refer to

@@ -8,6 +8,7 @@ stops checking that kind of defect.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +64,20 @@ def test_python_defaults_equal_the_table_defaults() -> None:
 # --------------------------------------------------------------------------- the validator refuses broken tables
 
 
+REFUSAL = re.compile(r"^invalid transition table: (?P<top>[a-z_]+)(?:[.\[][^:]*)?: (?P<problem>.+)$")
+
+
 def _refused(change: Any, *fragments: str) -> None:
     with pytest.raises(TableError) as info:
         modified(change)
+    message = str(info.value)
+    # Every refusal has one shape: the place (a path from a top-level key of the table), then the problem.
+    shape = REFUSAL.match(message)
+    assert shape is not None, message
+    assert shape["top"] in RAW, message
+    assert info.value.code == "table_invalid"
     for fragment in fragments:
-        assert fragment in str(info.value), str(info.value)
+        assert fragment in message, message
 
 
 def test_refuses_unknown_guard() -> None:
@@ -218,7 +228,10 @@ def test_refuses_a_row_shadowed_by_an_unguarded_row() -> None:
         stale = next(i for i, r in enumerate(rows) if r["id"] == "settle.admit.stale")
         rows[closed], rows[stale] = rows[stale], rows[closed]
 
-    _refused(change, "settle.admit.stale", "can never fire")
+    _refused(
+        change,
+        "transitions.settle.admit.stale: can never fire in state 'complete': row 'settle.admit.closed' before it has no guard",
+    )
 
 
 def test_refuses_a_missing_state_operation_pair() -> None:

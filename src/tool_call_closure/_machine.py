@@ -149,10 +149,6 @@ class CompiledRow:
     produce: Producer | None
 
 
-# One phase of one operation: (locked, rows by run state).
-Phase = tuple[bool, Mapping[str, tuple[CompiledRow, ...]]]
-
-
 class Machine:
     """A table compiled into dispatch tuples: ``plans[op]`` is the operation's phases, grouped into lock segments."""
 
@@ -170,7 +166,7 @@ class Machine:
     def __init__(self, table: Table) -> None:
         from . import _semantics as sem  # the meanings of the names; imported here to keep the layering one-way
 
-        _check_bindings(table, sem.GUARDS, sem.EFFECTS, sem.RESULTS, sem.OBSERVED, sem.TARGETS)
+        _check_bindings(table, sem.GUARDS, sem.EFFECTS, sem.RESULTS, sem.OBSERVED, sem.TARGETS, sem.TEXTS)
         self.table = table
         self.closed: frozenset[str] = table.closed_run_states
         self.initial_call_state: str = table.initial_call_state
@@ -187,9 +183,13 @@ class Machine:
             for e in table.effects.values()
             if e.call_event
         }
-        self.export_format: Mapping[str, str] = {
-            m["python"]: m["format"] for m in table.operations["export"].methods if "format" in m
-        }
+        for j, m in enumerate(table.operations["export"].methods):
+            if "format" not in m:
+                raise TableError(
+                    f"invalid transition table: operations.export.methods[{j}]: missing field 'format'",
+                    code="table_invalid",
+                )
+        self.export_format: Mapping[str, str] = {m["python"]: m["format"] for m in table.operations["export"].methods}
         unknown_formats = sorted(set(self.export_format.values()) - set(sem.RENDERERS))
         if unknown_formats:
             raise TableError(
@@ -319,6 +319,7 @@ def _check_bindings(
     results: Mapping[str, Producer],
     observed: Mapping[str, Any],
     targets: Mapping[str, Any],
+    texts: frozenset[str],
 ) -> None:
     pairs = (
         ("guard", set(table.guards), set(guards)),
@@ -339,6 +340,15 @@ def _check_bindings(
                 f"invalid transition table: implemented {what} {unused[0]!r} is not named by the table",
                 code="table_invalid",
             )
+    # Texts run the other way: the semantics read them and the table supplies them.
+    unsupplied = sorted(texts - set(table.texts))
+    if unsupplied:
+        raise TableError(
+            f"invalid transition table: texts.{unsupplied[0]}: missing (the semantics read it)", code="table_invalid"
+        )
+    unread = sorted(set(table.texts) - texts)
+    if unread:
+        raise TableError(f"invalid transition table: texts.{unread[0]}: nothing reads this text", code="table_invalid")
 
 
 MACHINE: Final = Machine(TABLE)

@@ -49,6 +49,7 @@ __all__ = [
     "RENDERERS",
     "RESULTS",
     "TARGETS",
+    "TEXTS",
     "bounded_string",
     "is_object",
     "read_key",
@@ -543,6 +544,19 @@ OBSERVED: Final[Mapping[str, Callable[[Context], str | None]]] = {
     "normalized": lambda ctx: ctx.settlement.status if ctx.settlement is not None else None,
     "none": lambda ctx: None,
 }
+
+# The table's ``texts`` that the semantics (and ``_closure``) read: default messages and codes.
+TEXTS: Final = frozenset(
+    {
+        "settle_error_message",
+        "cancel_message",
+        "close_error_message",
+        "superseded_message",
+        "superseded_code",
+        "fail_code",
+        "cancel_code",
+    }
+)
 
 TARGETS: Final[Mapping[str, Callable[[Context], str]]] = {
     "reason.status": lambda ctx: ctx.close_reason.status,  # type: ignore[union-attr]

@@ -247,7 +247,7 @@ def parse_table(raw: Any) -> Table:
 
     run_list = _obj_list(top, "run_states")
     run_states = tuple(_ids(run_list, "run_states"))
-    initial_runs = [s["id"] for s in run_list if s.get("initial") is True]
+    initial_runs = [s["id"] for s in run_list if _bool(s.get("initial", False), f"run_states.{s['id']}.initial")]
     if len(initial_runs) != 1:
         raise _fail("run_states", "exactly one state must be initial")
     closed = frozenset(s["id"] for s in run_list if _bool(s.get("closed", False), f"run_states.{s['id']}.closed"))
@@ -256,7 +256,7 @@ def parse_table(raw: Any) -> Table:
 
     call_list = _obj_list(top, "call_states")
     call_states = tuple(_ids(call_list, "call_states"))
-    initial_calls = [s["id"] for s in call_list if s.get("initial") is True]
+    initial_calls = [s["id"] for s in call_list if _bool(s.get("initial", False), f"call_states.{s['id']}.initial")]
     if len(initial_calls) != 1:
         raise _fail("call_states", "exactly one state must be initial")
     terminal = frozenset(
@@ -277,7 +277,10 @@ def parse_table(raw: Any) -> Table:
     call_event_status = MappingProxyType(
         {
             e["id"]: _known(
-                _str(e.get("status"), f"call_events.{e['id']}.status"), call_states, "call_events", "call state"
+                _str(e.get("status"), f"call_events.{e['id']}.status"),
+                call_states,
+                f"call_events.{e['id']}.status",
+                "call state",
             )
             for e in event_list
         }
@@ -288,9 +291,9 @@ def parse_table(raw: Any) -> Table:
     seen_pairs: set[tuple[str, str]] = set()
     for t in ct_list:
         where = f"call_transitions.{t['id']}"
-        src = _known(_str(_field(t, "from", where), f"{where}.from"), call_states, where, "call state")
-        event = _known(_str(_field(t, "event", where), f"{where}.event"), call_events, where, "call event")
-        dst = _known(_str(_field(t, "to", where), f"{where}.to"), call_states, where, "call state")
+        src = _known(_str(_field(t, "from", where), f"{where}.from"), call_states, f"{where}.from", "call state")
+        event = _known(_str(_field(t, "event", where), f"{where}.event"), call_events, f"{where}.event", "call event")
+        dst = _known(_str(_field(t, "to", where), f"{where}.to"), call_states, f"{where}.to", "call state")
         if src in terminal:
             raise _fail(where, f"exit from terminal call state {src!r}")
         if dst != call_event_status[event]:
@@ -305,7 +308,9 @@ def parse_table(raw: Any) -> Table:
 
     phase_list = _obj_list(top, "phases")
     _ids(phase_list, "phases")
-    phases = MappingProxyType({p["id"]: _bool(_field(p, "locked", f"phases.{p['id']}"), "locked") for p in phase_list})
+    phases = MappingProxyType(
+        {p["id"]: _bool(_field(p, "locked", f"phases.{p['id']}"), f"phases.{p['id']}.locked") for p in phase_list}
+    )
 
     op_list = _obj_list(top, "operations")
     _ids(op_list, "operations")
@@ -313,13 +318,14 @@ def parse_table(raw: Any) -> Table:
     for o in op_list:
         where = f"operations.{o['id']}"
         op_phases = tuple(
-            _known(_str(p, f"{where}.phases"), phases, where, "phase") for p in _list(_field(o, "phases", where), where)
+            _known(_str(p, f"{where}.phases[{j}]"), phases, f"{where}.phases[{j}]", "phase")
+            for j, p in enumerate(_list(_field(o, "phases", where), f"{where}.phases"))
         )
         if list(op_phases) != sorted(op_phases, key=list(phases).index) or len(set(op_phases)) != len(op_phases):
             raise _fail(where, "phases must be distinct and in the order the phases list declares")
         methods = tuple(
-            MappingProxyType({k: _str(v, f"{where}.methods.{k}") for k, v in _obj(m, f"{where}.methods").items()})
-            for m in _list(_field(o, "methods", where), f"{where}.methods")
+            _method(m, f"{where}.methods[{j}]", texts)
+            for j, m in enumerate(_list(_field(o, "methods", where), f"{where}.methods"))
         )
         operations[o["id"]] = OperationSpec(o["id"], op_phases, methods)
 
@@ -349,10 +355,10 @@ def parse_table(raw: Any) -> Table:
         where = f"effects.{e['id']}"
         run_to = e.get("run_to")
         if run_to is not None:
-            _known(_str(run_to, f"{where}.run_to"), run_states, where, "run state")
+            _known(_str(run_to, f"{where}.run_to"), run_states, f"{where}.run_to", "run state")
         call_event = e.get("call_event")
         if call_event is not None:
-            _check_event_pattern(_str(call_event, f"{where}.call_event"), call_events, where)
+            _check_event_pattern(_str(call_event, f"{where}.call_event"), call_events, f"{where}.call_event")
         effects[e["id"]] = EffectSpec(
             id=e["id"],
             caller_code=_bool(_field(e, "caller_code", where), f"{where}.caller_code"),
@@ -361,36 +367,53 @@ def parse_table(raw: Any) -> Table:
             run_to=run_to,
             call_event=call_event,
             errors=tuple(
-                _known(_str(x, f"{where}.errors"), errors, where, "error") for x in _list(e.get("errors", []), where)
+                _known(_str(x, f"{where}.errors[{j}]"), errors, f"{where}.errors[{j}]", "error")
+                for j, x in enumerate(_list(e.get("errors", []), f"{where}.errors"))
             ),
         )
 
     default = _obj(_field(top, "default", "table"), "default")
-    default_error = _known(_str(_field(default, "raise", "default"), "default.raise"), errors, "default", "error")
+    default_error = _known(_str(_field(default, "raise", "default"), "default.raise"), errors, "default.raise", "error")
     call_default = _obj(_field(top, "call_default", "table"), "call_default")
     call_default_error = _known(
-        _str(_field(call_default, "raise", "call_default"), "call_default.raise"), errors, "call_default", "error"
+        _str(_field(call_default, "raise", "call_default"), "call_default.raise"), errors, "call_default.raise", "error"
     )
 
     defaulted: set[tuple[str, str]] = set()
     for i, pair in enumerate(_list(top.get("defaulted", []), "defaulted")):
         p = _obj(pair, f"defaulted[{i}]")
-        state = _known(_str(_field(p, "state", f"defaulted[{i}]"), "state"), run_states, f"defaulted[{i}]", "run state")
-        op = _known(_str(_field(p, "op", f"defaulted[{i}]"), "op"), operations, f"defaulted[{i}]", "operation")
+        state = _str(_field(p, "state", f"defaulted[{i}]"), f"defaulted[{i}].state")
+        op = _str(_field(p, "op", f"defaulted[{i}]"), f"defaulted[{i}].op")
+        _known(state, run_states, f"defaulted[{i}].state", "run state")
+        _known(op, operations, f"defaulted[{i}].op", "operation")
         defaulted.add((state, op))
 
     rows = tuple(
         _parse_row(
-            r, run_states, initial_runs[0], closed, operations, guards, effects, results, reasons, observed, errors
+            index,
+            r,
+            run_states,
+            initial_runs[0],
+            closed,
+            operations,
+            guards,
+            effects,
+            results,
+            reasons,
+            observed,
+            errors,
         )
-        for r in _obj_list(top, "transitions")
+        for index, r in enumerate(_obj_list(top, "transitions"))
     )
     _ids([{"id": r.id} for r in rows], "transitions")
 
     inv_list = _obj_list(top, "invariants")
     _ids(inv_list, "invariants")
     invariants = MappingProxyType(
-        {i["id"]: _str(_field(i, "description", f"invariants.{i['id']}"), "description") for i in inv_list}
+        {
+            i["id"]: _str(_field(i, "description", f"invariants.{i['id']}"), f"invariants.{i['id']}.description")
+            for i in inv_list
+        }
     )
 
     table = Table(
@@ -431,6 +454,18 @@ def _obj_list(top: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     return [_obj(item, f"{key}[{i}]") for i, item in enumerate(_list(_field(top, key, "table"), key))]
 
 
+def _method(value: Any, where: str, texts: Mapping[str, str]) -> Mapping[str, str]:
+    # A method entry names the Python method and the protocol method of one operation form;
+    # its other keys (status, default_code, format) are read by the semantics and the server.
+    method = _obj(value, where)
+    for key in ("python", "protocol"):
+        _field(method, key, where)
+    checked = MappingProxyType({k: _str(v, f"{where}.{k}") for k, v in method.items()})
+    if "default_code" in checked:
+        _known(checked["default_code"], texts, f"{where}.default_code", "text")
+    return checked
+
+
 def _positive_int(value: Any, where: str) -> int:
     if type(value) is not int or value < 1:
         raise _fail(where, "must be a positive integer")
@@ -453,6 +488,7 @@ def _check_event_pattern(pattern: str, events: Mapping[str, str], where: str) ->
 
 
 def _parse_row(
+    index: int,
     r: Mapping[str, Any],
     run_states: tuple[str, ...],
     initial: str,
@@ -465,34 +501,39 @@ def _parse_row(
     observed: tuple[str, ...],
     errors: Mapping[str, ErrorSpec],
 ) -> Row:
-    rid = _str(_field(r, "id", "transitions[]"), "transitions[].id")
+    rid = _str(_field(r, "id", f"transitions[{index}]"), f"transitions[{index}].id")
     where = f"transitions.{rid}"
-    op = _known(_str(_field(r, "op", where), f"{where}.op"), operations, where, "operation")
+    op = _known(_str(_field(r, "op", where), f"{where}.op"), operations, f"{where}.op", "operation")
     phase = _str(_field(r, "phase", where), f"{where}.phase")
     if phase not in operations[op].phases:
-        raise _fail(where, f"unknown phase {phase!r} for operation {op!r}")
+        raise _fail(f"{where}.phase", f"unknown phase {phase!r} for operation {op!r}")
     raw_from = _field(r, "from", where)
     if raw_from == "*":
         from_states = run_states
     else:
         from_states = tuple(
-            _known(_str(s, f"{where}.from"), run_states, where, "run state") for s in _list(raw_from, f"{where}.from")
+            _known(_str(s, f"{where}.from[{j}]"), run_states, f"{where}.from[{j}]", "run state")
+            for j, s in enumerate(_list(raw_from, f"{where}.from"))
         )
         if not from_states or len(set(from_states)) != len(from_states):
-            raise _fail(where, "from must list distinct states")
+            raise _fail(f"{where}.from", "must list distinct states")
     guard = r.get("guard")
     if guard is not None:
-        _known(_str(guard, f"{where}.guard"), guards, where, "guard")
+        _known(_str(guard, f"{where}.guard"), guards, f"{where}.guard", "guard")
     row_effects = tuple(
-        _known(_str(e, f"{where}.effects"), effects, where, "effect") for e in _list(r.get("effects", []), where)
+        _known(_str(e, f"{where}.effects[{j}]"), effects, f"{where}.effects[{j}]", "effect")
+        for j, e in enumerate(_list(r.get("effects", []), f"{where}.effects"))
     )
     raw_to = r.get("to")
     if raw_to is None:
         to: tuple[str, ...] = ()
     elif isinstance(raw_to, str):
-        to = (_known(raw_to, run_states, where, "run state"),)
+        to = (_known(raw_to, run_states, f"{where}.to", "run state"),)
     else:
-        to = tuple(_known(_str(s, f"{where}.to"), run_states, where, "run state") for s in _list(raw_to, f"{where}.to"))
+        to = tuple(
+            _known(_str(s, f"{where}.to[{j}]"), run_states, f"{where}.to[{j}]", "run state")
+            for j, s in enumerate(_list(raw_to, f"{where}.to"))
+        )
         if len(to) < 2:
             raise _fail(where, "a list of targets needs at least two states (use a string for one)")
     to_by = r.get("to_by")
@@ -525,14 +566,19 @@ def _parse_row(
         kind = kinds[0]
         name = _str(res[kind], f"{where}.result.{kind}")
         if kind == "reject":
-            _known(name, reasons, where, "reason")
+            _known(name, reasons, f"{where}.result.reject", "reason")
             call_id = _one_of(res.get("call_id"), ("argument", "none"), f"{where}.result.call_id")
-            obs = _known(_str(res.get("observed"), f"{where}.result.observed"), observed, where, "observed kind")
+            obs = _known(
+                _str(res.get("observed"), f"{where}.result.observed"),
+                observed,
+                f"{where}.result.observed",
+                "observed kind",
+            )
             result = RowResult(kind, name, call_id, obs)
         elif kind == "raise":
-            result = RowResult(kind, _known(name, errors, where, "error"))
+            result = RowResult(kind, _known(name, errors, f"{where}.result.raise", "error"))
         else:
-            result = RowResult(kind, _known(name, results, where, "result"))
+            result = RowResult(kind, _known(name, results, f"{where}.result.return", "result"))
     if result is None and to:
         raise _fail(where, "a row that moves the state must end the operation (give it a result)")
     return Row(

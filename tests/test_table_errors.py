@@ -1,0 +1,291 @@
+"""Every field of the table is checked, and a refusal names the field it refuses.
+
+``test_table.py`` breaks the table one *kind* of defect at a time.  This file
+breaks it one *field* at a time: every node of the shipped ``spec/machine.json``
+is given a value of the wrong JSON type, and every object member is deleted, and
+the loader (``parse_table`` and the compilation in ``Machine``) must either
+
+* refuse it with a :class:`TableError` whose message names the place — the
+  top-level key, each list item by index or id, and the member — or
+* be corrupting a documentation member (``description``, ``catalogue`` …), which
+  the interpreter never reads and the JSON Schema checks instead, or
+* (deletions only) be removing a member listed below as optional.
+
+A port author reading a refusal can therefore go straight to the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tables import RAW, raw_table
+from tool_call_closure import TableError
+from tool_call_closure._machine import Machine
+from tool_call_closure._semantics import EFFECTS, GUARDS, OBSERVED, RESULTS, TARGETS, TEXTS
+from tool_call_closure._table import parse_table
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+
+Path_ = tuple[str | int, ...]
+
+# Members the interpreter never reads; the JSON Schema checks them.  ("*" stands for any list index.)
+DOCUMENTATION = {"$schema", "description", "catalogue", "name"}
+# ... except these, which are loaded: rows' catalogue IDs (tags, coverage) and the invariants' sentences.
+DOCUMENTED_EXCEPT = {("transitions", "*", "catalogue"), ("invariants", "*", "description")}
+
+# Members that may be left out, each with a default (see spec/machine.schema.json).
+OPTIONAL = {
+    ("defaulted",),
+    ("run_states", "*", "closed"),
+    ("call_states", "*", "terminal"),
+    ("effects", "*", "call_event"),
+    ("effects", "*", "errors"),
+    ("effects", "*", "run_to"),
+    ("effects", "*", "runs_operation"),
+    ("effects", "*", "writes"),
+    ("errors", "*", "match"),
+    ("operations", "*", "methods", "*", "default_code"),
+    ("operations", "*", "methods", "*", "status"),
+    ("transitions", "*", "catalogue"),
+    ("transitions", "*", "effects"),
+    ("transitions", "*", "guard"),
+    ("transitions", "*", "result"),
+    ("transitions", "*", "to"),
+}
+
+
+def _nodes(node: Any, path: Path_ = ()) -> Iterator[Path_]:
+    if path:
+        yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _nodes(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _nodes(value, (*path, index))
+
+
+def _shape(path: Path_) -> tuple[str, ...]:
+    return tuple("*" if isinstance(s, int) else s for s in path)
+
+
+def _is_documentation(path: Path_) -> bool:
+    shape = _shape(path)
+    for i, segment in enumerate(shape):
+        if segment in DOCUMENTATION and (i == 0 or shape[i - 1] != "texts"):
+            return shape[: i + 1] not in DOCUMENTED_EXCEPT
+    return False
+
+
+def _wrong_type(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "yes"
+    if isinstance(value, str):
+        return 7
+    if isinstance(value, int):
+        return "7"
+    if isinstance(value, list):
+        return "x"
+    if isinstance(value, dict):
+        return ["x"]
+    return 7
+
+
+def _names(message: str, path: Path_) -> list[str]:
+    """The parts of ``path`` that ``message`` does not name ([] when it names them all)."""
+    unnamed: list[str] = []
+    node: Any = RAW
+    for segment in path:
+        if isinstance(segment, int):
+            item = node[segment]
+            spellings = [f"[{segment}]"]
+            if isinstance(item, dict):
+                spellings += [item[k] for k in ("id", "code") if isinstance(item.get(k), str)]
+        else:
+            spellings = [segment]
+        if not any(
+            (s in message) if s.startswith("[") else re.search(rf"(?<!\w){re.escape(s)}(?!\w)", message)
+            for s in spellings
+        ):
+            unnamed.append(" or ".join(spellings))
+        node = node[segment]
+    return unnamed
+
+
+# What a refusal of a mistyped or missing member says after the place.
+PROBLEMS = re.compile(
+    r"must be an object|must be an array|must be a non-empty string|must be true or false"
+    r"|must be a positive integer|must be one of [A-Za-z_]+(?:, [A-Za-z_]+)+|must be 'tool-call-closure\.machine/1'"
+    r"|missing field '[a-z_$]+'|unknown [a-z ]+ '(?:7|x)'|exactly one state must be initial"
+)
+
+
+def _load(raw: dict[str, Any]) -> str | None:
+    """The TableError message for ``raw``, or None if it loads and compiles."""
+    try:
+        Machine(parse_table(raw))
+    except TableError as error:
+        assert error.code == "table_invalid"  # noqa: PT017 - the sweep reads many refusals in one loop
+        return str(error)
+    return None
+
+
+def _problem(message: str) -> str:
+    assert message.startswith("invalid transition table: "), message
+    return message.rsplit(": ", 1)[-1]
+
+
+def _edited(path: Path_, delete: bool) -> dict[str, Any]:
+    raw = raw_table()
+    parent: Any = raw
+    for segment in path[:-1]:
+        parent = parent[segment]
+    if delete:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = _wrong_type(parent[path[-1]])
+    return raw
+
+
+ALL_NODES = list(_nodes(RAW))
+
+
+def test_the_sweep_covers_the_whole_table() -> None:
+    # Guards against a sweep that silently walks nothing.
+    assert len(ALL_NODES) > 1000
+    assert {p[0] for p in ALL_NODES} == set(RAW)
+
+
+def test_every_mistyped_field_is_refused_and_named() -> None:
+    problems = []
+    for path in ALL_NODES:
+        message = _load(_edited(path, delete=False))
+        if _is_documentation(path):
+            continue
+        if message is None:
+            problems.append(f"{path}: a value of the wrong type was accepted")
+        elif unnamed := _names(message, path):
+            problems.append(f"{path}: {message!r} does not name {unnamed}")
+        elif not PROBLEMS.fullmatch(_problem(message)):
+            problems.append(f"{path}: {message!r} does not say what is wrong")
+    assert problems == []
+
+
+def test_every_required_member_is_refused_when_missing_and_named() -> None:
+    problems = []
+    for path in ALL_NODES:
+        if not isinstance(path[-1], str):
+            continue
+        message = _load(_edited(path, delete=True))
+        optional = _is_documentation(path) or _shape(path) in OPTIONAL
+        if message is None:
+            if not optional:
+                problems.append(f"{path}: deleting a required member was accepted")
+        elif "missing field" in message:
+            if optional:
+                problems.append(f"{path}: an optional member is reported missing: {message!r}")
+            elif unnamed := _names(message, path[:-1]):
+                problems.append(f"{path}: {message!r} does not name {unnamed}")
+            elif repr(path[-1]) not in message:
+                problems.append(f"{path}: {message!r} does not name the member {path[-1]!r}")
+        # Any other refusal of a deletion is a semantic check failing elsewhere (e.g. a row losing its
+        # target leaves a state unreachable); test_table.py pins those one kind at a time.
+    assert problems == []
+
+
+def test_optional_members_are_really_optional() -> None:
+    # Each entry of OPTIONAL is in the shipped table and can be deleted somewhere without a refusal.
+    shapes_present = {_shape(p) for p in ALL_NODES}
+    assert shapes_present >= OPTIONAL
+    for shape in OPTIONAL:
+        path = next(p for p in ALL_NODES if _shape(p) == shape and _load(_edited(p, delete=True)) is None)
+        assert path
+
+
+def test_documentation_members_are_checked_by_the_schema() -> None:
+    schema = json.loads((SPEC / "machine.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    checked = set()
+    for path in ALL_NODES:
+        if not _is_documentation(path) or _shape(path) in checked:
+            continue
+        checked.add(_shape(path))
+        edited = _edited(path, delete=False)
+        assert _load(copy.deepcopy(edited)) is None, path  # the interpreter ignores it ...
+        assert not validator.is_valid(edited), path  # ... and the schema refuses it
+    assert len(checked) >= 20
+
+
+@pytest.mark.parametrize(
+    ("kind", "table_list"),
+    [("guard", "guards"), ("result", "results"), ("observed kind", "observed")],
+)
+def test_a_named_list_entry_must_match_an_implementation(kind: str, table_list: str) -> None:
+    raw = raw_table()
+    raw[table_list].append({"id": "invented", "description": "no code implements this"})
+    with pytest.raises(TableError, match=rf"^invalid transition table: {kind} 'invented' has no implementation$"):
+        Machine(parse_table(raw))
+
+
+def test_an_effect_with_no_implementation_is_refused() -> None:
+    raw = raw_table()
+    raw["effects"].append({"id": "invented", "caller_code": False})
+    with pytest.raises(TableError, match=r"^invalid transition table: effect 'invented' has no implementation$"):
+        Machine(parse_table(raw))
+
+
+def test_an_implemented_name_the_table_does_not_name_is_refused() -> None:
+    # Compile against extra implementations: each kind reports the first unused one by name.
+    table = parse_table(raw_table())
+    from tool_call_closure._machine import _check_bindings
+
+    extras = {"guards": GUARDS, "effects": EFFECTS, "results": RESULTS, "observed": OBSERVED, "targets": TARGETS}
+    kinds = {
+        "guards": "guard",
+        "effects": "effect",
+        "results": "result",
+        "observed": "observed kind",
+        "targets": "target rule",
+    }
+    for slot, kind in kinds.items():
+        bound = dict(extras)
+        bound[slot] = {**extras[slot], "aaa_extra": None}
+        with pytest.raises(TableError) as caught:
+            _check_bindings(
+                table, bound["guards"], bound["effects"], bound["results"], bound["observed"], bound["targets"], TEXTS
+            )  # type: ignore[arg-type]
+        assert (
+            str(caught.value) == f"invalid transition table: implemented {kind} 'aaa_extra' is not named by the table"
+        )
+    _check_bindings(table, GUARDS, EFFECTS, RESULTS, OBSERVED, TARGETS, TEXTS)  # the shipped binding is complete
+
+
+def test_texts_must_match_what_the_semantics_read() -> None:
+    raw = raw_table()
+    raw["texts"]["unread_text"] = "nothing reads this"
+    with pytest.raises(TableError, match=r"^invalid transition table: texts\.unread_text: nothing reads this text$"):
+        Machine(parse_table(raw))
+    raw = raw_table()
+    del raw["texts"]["cancel_message"]
+    with pytest.raises(
+        TableError, match=r"^invalid transition table: texts\.cancel_message: missing \(the semantics read it\)$"
+    ):
+        Machine(parse_table(raw))
+
+
+def test_an_export_method_without_a_format_is_refused() -> None:
+    raw = raw_table()
+    export = next(o for o in raw["operations"] if o["id"] == "export")
+    del export["methods"][1]["format"]
+    with pytest.raises(
+        TableError, match=r"^invalid transition table: operations\.export\.methods\[1\]: missing field 'format'$"
+    ):
+        Machine(parse_table(raw))
