@@ -9,6 +9,8 @@ remain are listed, with reasons, in proofs/README.md §9.
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 from tables import closure_for, modified
 from tool_call_closure import TableError, ToolCallClosure, UsageError, _table
 from tool_call_closure._conform import run_conformance
+from tool_call_closure._ecma import json_stringify, to_js_string
 from tool_call_closure._machine import Machine
 from tool_call_closure._subject import InProcessSubject, Subject
 from tool_call_closure._table import TABLE, load_table
@@ -129,3 +132,89 @@ def test_close_reason_writes_are_refused() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError, match=r"^cannot assign to field 'code'$"):
         reason.code = "d"  # type: ignore[misc]
     assert reason.code == "c"
+
+
+# --------------------------------------------------------------------------- ECMAScript conversions (_ecma)
+
+
+def _notes(value: object) -> list[str]:
+    with pytest.raises(UsageError) as info:
+        json_stringify(value)
+    assert info.value.code == "content_not_serializable"
+    return list(getattr(info.value, "__notes__", []))
+
+
+class _Items(Mapping[str, Any]):
+    """A mapping whose items() yields what it was given (a broken mapping)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+
+    def __getitem__(self, key: str) -> Any:
+        return 1
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["a"])
+
+    def items(self) -> Any:
+        return self._items
+
+
+class _Hooked:
+    def __json__(self) -> list[object]:
+        return [1, object()]
+
+
+@pytest.mark.parametrize(
+    ("value", "note"),
+    [
+        ({1: "x"}, "key 1 (type int) (object keys must be str) at content"),
+        ({None: "x"}, "key None (type NoneType) (object keys must be str) at content"),
+        ({(1, 2): "x"}, "a key of type tuple (object keys must be str) at content"),
+        ({"k": _Items([1])}, '_Items.items() yielding int at content["k"]'),
+        ({"k": _Items([("a", 1, 2)])}, '_Items.items() yielding tuple at content["k"]'),
+        # the path runs through a replaced value (its frame has no brackets of its own)
+        ({"a": _Hooked()}, 'unsupported type builtins.object at content["a"][1]'),
+        (10**5000, "an int with more digits than int_max_str_digits allows cannot be converted"),
+    ],
+    ids=["int-key", "none-key", "tuple-key", "items-int", "items-triple", "through-hook", "huge-int"],
+)
+def test_refusal_notes_say_what_and_where(value: object, note: str) -> None:
+    assert _notes(value) == [note]
+
+
+def test_integer_like_keys_come_first_in_numeric_order() -> None:
+    # "99" and "5" are array indices: ECMAScript orders them numerically, before the other keys.
+    assert json_stringify({"b": 1, "99": 2, "5": 3, "10": 4}) == '{"5":3,"10":4,"99":2,"b":1}'
+
+
+def test_a_nested_array_containing_itself_joins_as_empty() -> None:
+    inner: list[Any] = [1]
+    inner.append(inner)
+    assert to_js_string([inner, 2]) == "1,,2"
+
+
+def test_a_str_subclass_returned_by_str_is_read_as_its_plain_value() -> None:
+    class Loud(str):
+        def __str__(self) -> str:
+            return "overridden"
+
+    class Value:
+        def __str__(self) -> str:
+            return Loud("plain")
+
+    text = to_js_string(Value())
+    assert text == "plain"
+    assert type(text) is str
+
+
+def test_joining_works_on_a_new_thread() -> None:
+    # The join stack is per thread; a thread that never joined before gets a fresh one.
+    out: list[str] = []
+    worker = threading.Thread(target=lambda: out.append(to_js_string([1, [2, 3]])))
+    worker.start()
+    worker.join()
+    assert out == ["1,2,3"]

@@ -199,10 +199,11 @@ def _float_to_string(r: str) -> str:
     digits = mantissa.replace(".", "")  # one leading digit, no trailing zeros
     k = len(digits)
     n = int(exponent) + 1  # value = 0.digits * 10**n
+    # Python uses exponent form only for |x| >= 1e16 (n >= 17) and |x| < 1e-4 (n <= -4).  So
+    # ECMAScript's "point inside the digits" layout (0 < n < k) cannot occur here: it would
+    # need k > 17 significant digits, more than any double has.  Three layouts remain.
     if k <= n <= 21:
         return sign + digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return sign + digits[:n] + "." + digits[n:]
     if -6 < n <= 0:
         return sign + "0." + "0" * -n + digits
     e = n - 1
