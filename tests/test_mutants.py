@@ -218,3 +218,81 @@ def test_joining_works_on_a_new_thread() -> None:
     worker.start()
     worker.join()
     assert out == ["1,2,3"]
+
+
+# --------------------------------------------------------------------------- validator corners (_table)
+
+
+def _refusal(change: Any) -> str:
+    with pytest.raises(TableError) as info:
+        modified(change)
+    return str(info.value)
+
+
+def test_only_an_unguarded_row_with_a_result_covers_a_pair() -> None:
+    # seal.commit.seal guarded: (open, seal) is then ended only by guarded rows, which do not cover it.
+    def change(raw: dict[str, Any]) -> None:
+        next(r for r in raw["transitions"] if r["id"] == "seal.commit.seal")["guard"] = "handle_not_current"
+
+    assert _refusal(change) == (
+        "invalid transition table: transitions: missing pair (open, seal): no unguarded row ends it "
+        "and it is not listed in defaulted"
+    )
+
+
+def test_an_unlocked_row_may_not_move_the_state() -> None:
+    def change(raw: dict[str, Any]) -> None:
+        validate = next(r for r in raw["transitions"] if r["id"] == "begin.prepare.validate")
+        validate.update({"from": ["open"], "to": "open", "result": {"return": "begin_result"}})
+
+    assert _refusal(change) == (
+        "invalid transition table: transitions.begin.prepare.validate: "
+        "unlocked phase 'prepare' cannot move the state or reject"
+    )
+
+
+def test_a_pair_defaulted_for_another_operation_does_not_excuse_this_one() -> None:
+    # (complete|error|cancelled, active_generation) are defaulted; close still needs its recheck row.
+    def change(raw: dict[str, Any]) -> None:
+        raw["transitions"] = [r for r in raw["transitions"] if r["id"] != "close.recheck.closed"]
+        next(r for r in raw["transitions"] if r["id"] == "active_generation.commit.current")["from"] = ["open"]
+        raw["defaulted"] += [{"state": s, "op": "active_generation"} for s in ("complete", "error", "cancelled")]
+
+    assert _refusal(change).startswith(
+        "invalid transition table: transitions: missing pair (cancelled, close) after phase 'normalize'"
+    )
+
+
+def test_a_state_entered_only_from_itself_is_unreachable() -> None:
+    def change(raw: dict[str, Any]) -> None:
+        raw["run_states"].append({"id": "archived"})
+        raw["transitions"].append(
+            {
+                "id": "seal.commit.archived",
+                "op": "seal",
+                "phase": "commit",
+                "from": ["archived"],
+                "to": "archived",
+                "result": {"return": "snapshot"},
+            }
+        )
+
+    assert _refusal(change) == "invalid transition table: run_states: state 'archived' is unreachable from 'none'"
+
+
+# --------------------------------------------------------------------------- reading caller values (_semantics)
+
+
+class _Status(str):
+    __slots__ = ()
+
+
+def test_a_str_subclass_status_outside_the_allowed_set_is_observed_as_invalid() -> None:
+    closure = ToolCallClosure()
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    closure.close(handle)
+    bogus = closure.settle(handle, "a", {"status": _Status("bogus")})
+    assert bogus.observed_status == "invalid"
+    success = closure.settle(handle, "a", {"status": _Status("success")})
+    assert success.observed_status == "success"
+    assert type(success.observed_status) is str
