@@ -296,3 +296,12 @@ def test_a_str_subclass_status_outside_the_allowed_set_is_observed_as_invalid() 
     success = closure.settle(handle, "a", {"status": _Status("success")})
     assert success.observed_status == "success"
     assert type(success.observed_status) is str
+
+
+def test_repr_names_the_generation_and_its_state() -> None:
+    closure = ToolCallClosure()
+    assert repr(closure) == "<ToolCallClosure none>"
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    assert repr(closure) == "<ToolCallClosure generation 1 open>"
+    closure.close(handle)
+    assert repr(closure) == "<ToolCallClosure generation 1 cancelled>"
