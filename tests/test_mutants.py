@@ -305,3 +305,12 @@ def test_repr_names_the_generation_and_its_state() -> None:
     assert repr(closure) == "<ToolCallClosure generation 1 open>"
     closure.close(handle)
     assert repr(closure) == "<ToolCallClosure generation 1 cancelled>"
+
+
+def test_consecutive_locked_phases_share_one_lock_acquisition() -> None:
+    # spec/README.md §2: a recheck and its commit are atomic because they run under one acquisition.
+    machine = Machine(load_table())
+    shape = {op: [(locked, len(phases)) for locked, phases in plan] for op, plan in machine.plans.items()}
+    assert shape["settle"] == [(False, 1), (True, 1), (False, 1), (True, 2)]
+    assert shape["close"] == [(False, 1), (True, 1), (False, 1), (True, 2)]
+    assert shape["snapshot"] == [(True, 1)]

@@ -247,8 +247,11 @@ def test_documentation_members_are_checked_by_the_schema() -> None:
 def test_a_named_list_entry_must_match_an_implementation(kind: str, table_list: str) -> None:
     raw = raw_table()
     raw[table_list].append({"id": "invented", "description": "no code implements this"})
-    with pytest.raises(TableError, match=rf"^invalid transition table: {kind} 'invented' has no implementation$"):
+    with pytest.raises(
+        TableError, match=rf"^invalid transition table: {kind} 'invented' has no implementation$"
+    ) as info:
         Machine(parse_table(raw))
+    assert info.value.code == "table_invalid"
 
 
 def test_an_effect_with_no_implementation_is_refused() -> None:
@@ -281,20 +284,25 @@ def test_an_implemented_name_the_table_does_not_name_is_refused() -> None:
         assert (
             str(caught.value) == f"invalid transition table: implemented {kind} 'aaa_extra' is not named by the table"
         )
+        assert caught.value.code == "table_invalid"
     _check_bindings(table, GUARDS, EFFECTS, RESULTS, OBSERVED, TARGETS, TEXTS)  # the shipped binding is complete
 
 
 def test_texts_must_match_what_the_semantics_read() -> None:
     raw = raw_table()
     raw["texts"]["unread_text"] = "nothing reads this"
-    with pytest.raises(TableError, match=r"^invalid transition table: texts\.unread_text: nothing reads this text$"):
+    with pytest.raises(
+        TableError, match=r"^invalid transition table: texts\.unread_text: nothing reads this text$"
+    ) as info:
         Machine(parse_table(raw))
+    assert info.value.code == "table_invalid"
     raw = raw_table()
     del raw["texts"]["cancel_message"]
     with pytest.raises(
         TableError, match=r"^invalid transition table: texts\.cancel_message: missing \(the semantics read it\)$"
-    ):
+    ) as missing:
         Machine(parse_table(raw))
+    assert missing.value.code == "table_invalid"
 
 
 def test_an_export_method_without_a_format_is_refused() -> None:
@@ -305,3 +313,217 @@ def test_an_export_method_without_a_format_is_refused() -> None:
         TableError, match=r"^invalid transition table: operations\.export\.methods\[1\]: missing field 'format'$"
     ):
         Machine(parse_table(raw))
+
+
+# --------------------------------------------------------------------------- names that refer to nothing
+
+# What a name can refer to; an unknown reference is refused as "unknown <kind> '<name>'".
+NAME_KINDS = r"run state|call state|call event|operation|phase|guard|effect|error|reason|result|observed kind|text"
+
+
+def test_every_unknown_reference_is_refused_and_named() -> None:
+    problems = []
+    checked = 0
+    for path in NODES:
+        node: Any = RAW
+        for segment in path:
+            node = node[segment]
+        if not isinstance(node, str) or _is_documentation(path):
+            continue
+        raw = raw_table()
+        parent: Any = raw
+        for segment in path[:-1]:
+            parent = parent[segment]
+        parent[path[-1]] = "zz"
+        message = _load(raw)
+        if message is None or "'zz'" not in message:
+            continue  # free text or an identifier (renaming it breaks its referrers instead), or a fixed vocabulary
+        checked += 1
+        if re.fullmatch(
+            r"invalid transition table: (export format|target rule) 'zz' has no (renderer|implementation)", message
+        ):
+            continue  # found when compiling, where the name has no implementation
+        if unnamed := _names(message, path):
+            problems.append(f"{path}: {message!r} does not name {unnamed}")
+        elif not re.fullmatch(rf"unknown ({NAME_KINDS}) 'zz'( for operation '\w+')?", _problem(message)):
+            problems.append(f"{path}: {message!r} does not say what kind of name is unknown")
+    assert problems == []
+    assert checked >= 20
+
+
+def test_a_missing_top_level_member_is_named_as_a_member_of_the_table() -> None:
+    for key in ("version", "texts", "options", "transitions", "default", "call_default"):
+        raw = raw_table()
+        del raw[key]
+        assert _load(raw) == f"invalid transition table: table: missing field {key!r}"
+
+
+def test_a_table_that_is_not_an_object_is_refused() -> None:
+    with pytest.raises(TableError, match=r"^invalid transition table: table: must be an object$"):
+        parse_table([])
+
+
+# --------------------------------------------------------------------------- refusals of a consistent-looking table
+
+
+def _row(raw: dict[str, Any], row_id: str) -> dict[str, Any]:
+    return next(r for r in raw["transitions"] if r["id"] == row_id)
+
+
+def _state(raw: dict[str, Any], kind: str, state_id: str) -> dict[str, Any]:
+    return next(s for s in raw[kind] if s["id"] == state_id)
+
+
+def _operation(raw: dict[str, Any], op_id: str) -> dict[str, Any]:
+    return next(o for o in raw["operations"] if o["id"] == op_id)
+
+
+REFUSALS: dict[str, tuple[Any, str]] = {
+    "initial-run-state-closed": (
+        lambda raw: _state(raw, "run_states", "none").update(closed=True),
+        "run_states: the initial state cannot be closed",
+    ),
+    "no-initial-run-state": (
+        lambda raw: _state(raw, "run_states", "none").pop("initial"),
+        "run_states: exactly one state must be initial",
+    ),
+    "two-initial-call-states": (
+        lambda raw: _state(raw, "call_states", "success").update(initial=True),
+        "call_states: exactly one state must be initial",
+    ),
+    "initial-call-state-terminal": (
+        lambda raw: _state(raw, "call_states", "pending").update(terminal=True),
+        "call_states: the initial state cannot be terminal",
+    ),
+    "duplicate-call-transition": (
+        lambda raw: raw["call_transitions"].append(dict(raw["call_transitions"][0], id="call.again")),
+        "call_transitions.call.again: overlaps another row for (pending, report_success)",
+    ),
+    "phases-out-of-order": (
+        lambda raw: _operation(raw, "seal").update(phases=["commit", "admit", "prepare"]),
+        "operations.seal: phases must be distinct and in the order the phases list declares",
+    ),
+    "phases-repeated": (
+        lambda raw: _operation(raw, "seal").update(phases=["prepare", "admit", "admit", "commit"]),
+        "operations.seal: phases must be distinct and in the order the phases list declares",
+    ),
+    "from-empty": (
+        lambda raw: _row(raw, "seal.commit.seal").update({"from": []}),
+        "transitions.seal.commit.seal.from: must list one or more distinct states",
+    ),
+    "from-repeated": (
+        lambda raw: _row(raw, "seal.commit.seal").update({"from": ["open", "open"]}),
+        "transitions.seal.commit.seal.from: must list one or more distinct states",
+    ),
+    "to-list-of-one": (
+        lambda raw: _row(raw, "close.commit.close").update(to=["error"]),
+        "transitions.close.commit.close: a list of targets needs at least two states (use a string for one)",
+    ),
+    "to-by-without-list": (
+        lambda raw: _row(raw, "seal.commit.seal").update(to_by="reason.status"),
+        "transitions.seal.commit.seal: to_by is required exactly when to lists several states",
+    ),
+    "result-two-kinds": (
+        lambda raw: _row(raw, "seal.commit.seal")["result"].update({"raise": "illegal_transition"}),
+        "transitions.seal.commit.seal: result must have exactly one of reject, raise, return",
+    ),
+    "moving-row-without-result": (
+        lambda raw: _row(raw, "seal.commit.seal").pop("result"),
+        "transitions.seal.commit.seal: a row that moves the state must end the operation (give it a result)",
+    ),
+    "event-pattern-matching-nothing": (
+        lambda raw: next(e for e in raw["effects"] if e["id"] == "record_settlement").update(call_event="zz_<status>"),
+        "effects.record_settlement.call_event: call_event 'zz_<status>' matches no call event",
+    ),
+    "row-shadowed-by-an-unguarded-row": (
+        lambda raw: _row(raw, "settle.admit.closed").update({"from": ["open", "complete", "error", "cancelled"]}),
+        "transitions.settle.admit.unknown: can never fire in state 'open': row 'settle.admit.closed' before it has no guard",
+    ),
+    "unlocked-row-rejecting": (
+        lambda raw: _row(raw, "begin.prepare.validate").update(
+            result={"reject": "stale_generation", "call_id": "none", "observed": "none"}
+        ),
+        "transitions.begin.prepare.validate: unlocked phase 'prepare' cannot move the state or reject",
+    ),
+    "error-kind-outside-the-vocabulary": (
+        lambda raw: raw["errors"][0].update(kind="Error"),
+        "errors.options_not_object.kind: must be one of TypeError, RangeError",
+    ),
+    "option-default-zero": (
+        lambda raw: raw["options"][0].update(default=0),
+        "options[0].default: must be a positive integer",
+    ),
+    "option-default-true": (
+        lambda raw: raw["options"][0].update(default=True),
+        "options[0].default: must be a positive integer",
+    ),
+    "duplicate-option-id": (
+        lambda raw: raw["options"].append(dict(raw["options"][0])),
+        "options: duplicate id 'maxCalls'",
+    ),
+    "rewrite-closed": (
+        lambda raw: _row(raw, "seal.admit.idempotent").update(effects=["record_complete"]),
+        "transitions.seal.admit.idempotent: rewrites the current generation in state 'complete' "
+        "(there is none, or it is closed for good)",
+    ),
+    "rewrite-none": (
+        lambda raw: _row(raw, "snapshot.commit.none").update(effects=["record_complete"]),
+        "transitions.snapshot.commit.none: rewrites the current generation in state 'none' "
+        "(there is none, or it is closed for good)",
+    ),
+    "closing-then-moving": (
+        lambda raw: _row(raw, "begin.commit.supersede").update(effects=["start_generation", "supersede"]),
+        "transitions.begin.commit.supersede: moves the generation 'supersede' closed "
+        "(exit from a closed state without start_generation)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_refusal_texts(case: str) -> None:
+    change, problem = REFUSALS[case]
+    raw = raw_table()
+    change(raw)
+    assert _load(raw) == f"invalid transition table: {problem}"
+
+
+def test_a_call_state_without_terminal_is_not_terminal() -> None:
+    raw = raw_table()
+    del _state(raw, "call_states", "pending")["terminal"]
+    assert _load(copy.deepcopy(raw)) is None
+    assert parse_table(raw).terminal_call_states == {"success", "error", "cancelled"}
+
+
+def test_an_option_default_of_one_is_accepted() -> None:
+    raw = raw_table()
+    raw["options"][0]["default"] = 1
+    assert parse_table(raw).options[0].default == 1
+
+
+def test_an_export_format_without_a_renderer_is_refused() -> None:
+    raw = raw_table()
+    _operation(raw, "export")["methods"][2]["format"] = "markdown"
+    with pytest.raises(TableError) as info:
+        Machine(parse_table(raw))
+    assert str(info.value) == "invalid transition table: export format 'markdown' has no renderer"
+    assert info.value.code == "table_invalid"
+
+
+def test_call_states_reached_in_several_steps_are_reachable() -> None:
+    # pending -> paused -> parked, with the second step listed first: reachability must iterate to a fixpoint.
+    raw = raw_table()
+    raw["call_states"] += [{"id": "paused", "terminal": False}, {"id": "parked", "terminal": True}]
+    raw["call_events"] += [
+        {"id": "pause", "status": "paused", "provenance": "reported"},
+        {"id": "park", "status": "parked", "provenance": "reported"},
+    ]
+    raw["call_transitions"][:0] = [
+        {"id": "call.park", "from": "paused", "event": "park", "to": "parked"},
+        {"id": "call.pause", "from": "pending", "event": "pause", "to": "paused"},
+    ]
+    assert "parked" in parse_table(raw).terminal_call_states
+    del raw["call_transitions"][1]  # now nothing enters paused
+    with pytest.raises(
+        TableError, match=r"^invalid transition table: call_states: state 'paused' is unreachable from 'pending'$"
+    ):
+        parse_table(raw)

@@ -516,7 +516,7 @@ def _parse_row(
             for j, s in enumerate(_list(raw_from, f"{where}.from"))
         )
         if not from_states or len(set(from_states)) != len(from_states):
-            raise _fail(f"{where}.from", "must list distinct states")
+            raise _fail(f"{where}.from", "must list one or more distinct states")
     guard = r.get("guard")
     if guard is not None:
         _known(_str(guard, f"{where}.guard"), guards, f"{where}.guard", "guard")
@@ -545,7 +545,7 @@ def _parse_row(
     writes = {effects[e].writes for e in row_effects}
     if "current_run" in writes and any(s in closed or s == initial for s in from_states):
         bad = next(s for s in from_states if s in closed or s == initial)
-        raise _fail(where, f"rewrites the current generation in state {bad!r} (a closed generation has no exits)")
+        raise _fail(where, f"rewrites the current generation in state {bad!r} (there is none, or it is closed for good)")
     if to and "new_run" not in writes and any(s in closed for s in from_states):
         bad = next(s for s in from_states if s in closed)
         raise _fail(where, f"exit from closed state {bad!r} without start_generation")
