@@ -527,3 +527,15 @@ def test_call_states_reached_in_several_steps_are_reachable() -> None:
         TableError, match=r"^invalid transition table: call_states: state 'paused' is unreachable from 'pending'$"
     ):
         parse_table(raw)
+
+
+def test_every_error_the_code_raises_is_declared_by_the_table() -> None:
+    # The semantics raise errors by code (spec_error("...")); each code must have a row in the table's errors.
+    source = Path(__file__).resolve().parents[1] / "src" / "tool_call_closure"
+    raised = {
+        code
+        for module in source.glob("*.py")
+        for code in re.findall(r'spec_error\(\s*"([a-z_]+)"', module.read_text(encoding="utf-8"))
+    }
+    assert len(raised) >= 15
+    assert raised <= {e["code"] for e in RAW["errors"]}
