@@ -20,7 +20,7 @@ from tables import closure_for, modified
 from tool_call_closure import TableError, ToolCallClosure, UsageError, _table
 from tool_call_closure._conform import run_conformance
 from tool_call_closure._ecma import json_stringify, to_js_string
-from tool_call_closure._machine import Machine
+from tool_call_closure._machine import MACHINE, Machine
 from tool_call_closure._subject import InProcessSubject, Subject
 from tool_call_closure._table import TABLE, load_table
 from tool_call_closure._values import BatchHandle, CloseReason
@@ -314,3 +314,19 @@ def test_consecutive_locked_phases_share_one_lock_acquisition() -> None:
     assert shape["settle"] == [(False, 1), (True, 1), (False, 1), (True, 2)]
     assert shape["close"] == [(False, 1), (True, 1), (False, 1), (True, 2)]
     assert shape["snapshot"] == [(True, 1)]
+
+
+def test_a_machine_compiled_afresh_traces_the_same_rows() -> None:
+    # Compiled rows keep their table row (the trace and the coverage gate read its id).
+    requests = [
+        {"id": 1, "cmd": "new"},
+        {"id": 2, "cmd": "call", "method": "begin", "args": [[{"id": "a", "name": "t"}]]},
+        {"id": 3, "cmd": "call", "method": "seal", "args": [{"$handle": 1}]},
+    ]
+    traces: list[list[str]] = [[], []]
+    for machine, trace in zip((MACHINE, Machine(load_table())), traces, strict=True):
+        subject = InProcessSubject(machine, trace)
+        for request in requests:
+            subject.send(request)
+    assert traces[0] == traces[1]
+    assert "seal.admit.pending" in traces[1]

@@ -457,6 +457,46 @@ REFUSALS: dict[str, tuple[Any, str]] = {
         lambda raw: raw["options"][0].update(default=True),
         "options[0].default: must be a positive integer",
     ),
+    "unknown-default-code": (
+        lambda raw: _operation(raw, "settle")["methods"][2].update(default_code="zz"),
+        "operations.settle.methods[2].default_code: unknown text 'zz'",
+    ),
+    "unknown-call-event": (
+        lambda raw: next(e for e in raw["effects"] if e["id"] == "supersede").update(call_event="zz"),
+        "effects.supersede.call_event: unknown call event 'zz'",
+    ),
+    "exit-from-a-closed-state": (
+        lambda raw: _row(raw, "seal.admit.idempotent").update(to="open"),
+        "transitions.seal.admit.idempotent: exit from closed state 'complete' without start_generation",
+    ),
+    "defaulted-entry-not-an-object": (
+        lambda raw: raw["defaulted"].append("open"),
+        "defaulted[0]: must be an object",
+    ),
+    "defaulted-entry-without-op": (
+        lambda raw: raw["defaulted"].append({"state": "open"}),
+        "defaulted[0]: missing field 'op'",
+    ),
+    "defaulted-entry-without-state": (
+        lambda raw: raw["defaulted"].append({"op": "seal"}),
+        "defaulted[0]: missing field 'state'",
+    ),
+    "defaulted-state-not-a-string": (
+        lambda raw: raw["defaulted"].append({"state": 1, "op": "seal"}),
+        "defaulted[0].state: must be a non-empty string",
+    ),
+    "defaulted-op-not-a-string": (
+        lambda raw: raw["defaulted"].append({"state": "open", "op": 1}),
+        "defaulted[0].op: must be a non-empty string",
+    ),
+    "defaulted-unknown-state": (
+        lambda raw: raw["defaulted"].append({"state": "zz", "op": "seal"}),
+        "defaulted[0].state: unknown run state 'zz'",
+    ),
+    "defaulted-unknown-op": (
+        lambda raw: raw["defaulted"].append({"state": "open", "op": "zz"}),
+        "defaulted[0].op: unknown operation 'zz'",
+    ),
     "duplicate-option-id": (
         lambda raw: raw["options"].append(dict(raw["options"][0])),
         "options: duplicate id 'maxCalls'",

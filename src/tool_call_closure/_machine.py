@@ -203,12 +203,12 @@ class Machine:
                 by_state: Mapping[str, tuple[CompiledRow, ...]]
                 if locked:
                     by_state = {
-                        state: tuple(_compile_row(table, row, sem) for row in table.rows_for(op_id, phase, state))
+                        state: tuple(_compile_row(row, sem) for row in table.rows_for(op_id, phase, state))
                         for state in table.run_states
                     }
                 else:  # the same rows in every state ("*")
                     rows = table.rows_for(op_id, phase, table.initial_run_state)
-                    by_state = {"*": tuple(_compile_row(table, row, sem) for row in rows)}
+                    by_state = {"*": tuple(_compile_row(row, sem) for row in rows)}
                 if segments and segments[-1][0] == locked:
                     segments[-1][1].append(by_state)
                 else:
@@ -295,7 +295,7 @@ def _state_name(closure: ToolCallClosure) -> str:
     return run.state if run is not None else "none"
 
 
-def _compile_row(table: Table, row: Row, sem: Any) -> CompiledRow:
+def _compile_row(row: Row, sem: Any) -> CompiledRow:
     result = row.result
     return CompiledRow(
         row=row,

@@ -545,7 +545,9 @@ def _parse_row(
     writes = {effects[e].writes for e in row_effects}
     if "current_run" in writes and any(s in closed or s == initial for s in from_states):
         bad = next(s for s in from_states if s in closed or s == initial)
-        raise _fail(where, f"rewrites the current generation in state {bad!r} (there is none, or it is closed for good)")
+        raise _fail(
+            where, f"rewrites the current generation in state {bad!r} (there is none, or it is closed for good)"
+        )
     if to and "new_run" not in writes and any(s in closed for s in from_states):
         bad = next(s for s in from_states if s in closed)
         raise _fail(where, f"exit from closed state {bad!r} without start_generation")
