@@ -106,17 +106,7 @@ def _scalar_bytes(code_point: int) -> int:
 
 def _spec_node_chars(text: str) -> str:
     """What Node's ``Buffer.from(text)`` encodes: surrogate pairs joined, lone surrogates as U+FFFD."""
-    out = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if _is_high(ch) and i + 1 < len(text) and _is_low(text[i + 1]):
-            out.append(chr(0x10000 + ((ord(ch) - 0xD800) << 10) + (ord(text[i + 1]) - 0xDC00)))
-            i += 2
-            continue
-        out.append(REPLACEMENT if 0xD800 <= ord(ch) <= 0xDFFF else ch)
-        i += 1
-    return "".join(out)
+    return "".join(REPLACEMENT if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in _spec_utf16_view(text))
 
 
 def _spec_utf16_view(text: str) -> str:
