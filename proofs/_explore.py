@@ -61,11 +61,11 @@ from typing import Any, Final
 
 try:
     from tool_call_closure import BatchHandle, BeginResult, Snapshot, ToolCallClosure
-    from tool_call_closure._closure import _closure_with_machine
-    from tool_call_closure._errors import ToolCallClosureError
-    from tool_call_closure._machine import MACHINE, Machine
-    from tool_call_closure._table import load_table
-    from tool_call_closure._values import CallSnapshot, CloseReason, Diagnostic
+    from tool_call_closure.closure import _closure_with_machine
+    from tool_call_closure.errors import ToolCallClosureError
+    from tool_call_closure.machine.interpreter import MACHINE, Machine
+    from tool_call_closure.machine.table import load_table
+    from tool_call_closure.values import CallSnapshot, CloseReason, Diagnostic
 except ModuleNotFoundError as exc:  # pragma: no cover - environment problem, reported plainly
     raise SystemExit(
         "proofs: cannot import tool_call_closure; install it (pip install -e .) or set PYTHONPATH=src"

@@ -59,10 +59,10 @@ from _explore import (
 )
 
 from tool_call_closure import Accepted, BeginResult, Rejection
-from tool_call_closure._closure import Limits
-from tool_call_closure._ecma import utf8_length
-from tool_call_closure._errors import TableError
-from tool_call_closure._machine import Machine
+from tool_call_closure.ecma import utf8_length
+from tool_call_closure.errors import TableError
+from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.values import Limits
 
 
 class Checks:

@@ -78,9 +78,9 @@ from _model import (
 )
 
 from tool_call_closure import Accepted, BatchHandle, BeginResult, Rejection, Snapshot
-from tool_call_closure._errors import TableError
-from tool_call_closure._machine import MACHINE, Machine
-from tool_call_closure._values import CloseReason, Settlement
+from tool_call_closure.errors import TableError
+from tool_call_closure.machine.interpreter import MACHINE, Machine
+from tool_call_closure.values import CloseReason, Settlement
 
 # A settlement in the model's vocabulary: (status, provenance, token); a close reason: None, "complete" or
 # (status, token); a call: (state, settlement or None).

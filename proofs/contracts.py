@@ -61,10 +61,10 @@ from crosshair_model import (
 )
 
 from tool_call_closure import ToolCallClosureError
-from tool_call_closure._ecma import is_blank, json_stringify, number_to_string, truncate_utf8, utf8_length
-from tool_call_closure._machine import MACHINE
-from tool_call_closure._semantics import bounded_string, safe_positive_int
-from tool_call_closure._values import CallSnapshot, Settlement
+from tool_call_closure.ecma import is_blank, json_stringify, number_to_string, truncate_utf8, utf8_length
+from tool_call_closure.machine.interpreter import MACHINE
+from tool_call_closure.machine.semantics import bounded_string, safe_positive_int
+from tool_call_closure.values import CallSnapshot, Settlement
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 MAX_TEXT: Final = 6  # bound on symbolic string lengths (code points)

@@ -47,8 +47,8 @@ from tool_call_closure import (
     ToolCallClosure,
     ToolCallClosureError,
 )
-from tool_call_closure._machine import Context
-from tool_call_closure._semantics import GUARDS
+from tool_call_closure.machine.context import BeginContext, ExportContext, SettleContext
+from tool_call_closure.machine.semantics import GUARDS
 
 __all__ = [
     "CLOSED_RUNS",
@@ -451,16 +451,15 @@ def step(state: AbstractState, op: Operation) -> Step:
 def guard_values(state: AbstractState, op: Operation) -> dict[str, bool]:
     """Evaluate the table's guards, as the interpreter binds them, for ``op``'s handle and call id in ``state``.
 
-    The guards are pure reads of an operation's :class:`Context`; this builds the context a
-    ``settle`` would have after its prepare phase (an export's for the snapshot guards).  Only
+    The guards are pure reads of an operation's context; this builds the context a ``settle``
+    would have after its prepare phase (a begin's and an export's for their guards).  Only
     ``handle_not_current`` is asked before the first begin (the table asks the others only
     while a generation exists), and ``call_not_pending`` only for a known call.
     """
     closure, handles = build(state)
-    ctx = Context(closure, "settle")
-    ctx.handle = _handle(closure, handles, op.handle)
-    ctx.call_id = call_id(op.call)
-    ctx.start_generation = state.generation  # what begin records before its unlocked phase
+    ctx = SettleContext(closure, "settle", _handle(closure, handles, op.handle), call_id(op.call))
+    begin_ctx = BeginContext(closure, "begin", [])
+    begin_ctx.start_generation = state.generation  # what begin records before its unlocked phase
     values = {"handle_not_current": GUARDS["handle_not_current"](ctx)}
     if state.generation == 0:
         return values
@@ -468,13 +467,14 @@ def guard_values(state: AbstractState, op: Operation) -> dict[str, bool]:
     if not values["call_unknown"]:
         values["call_not_pending"] = GUARDS["call_not_pending"](ctx)
     values["has_pending_calls"] = GUARDS["has_pending_calls"](ctx)
-    values["generation_changed"] = GUARDS["generation_changed"](ctx)
+    values["generation_changed"] = GUARDS["generation_changed"](begin_ctx)
     snap = closure.snapshot()
     if snap is None:
         raise AssertionError("a closure with a generation has a snapshot")
-    ctx.snapshot_arg = snap
-    values["snapshot_foreign"] = GUARDS["snapshot_foreign"](ctx)
-    values["snapshot_open"] = GUARDS["snapshot_open"](ctx)
-    ctx.snapshot_arg = dataclasses.replace(snap)  # an equal copy: not one this instance produced
-    values["copy_foreign"] = GUARDS["snapshot_foreign"](ctx)
+    method = "to_openai_chat_completions"
+    export_ctx = ExportContext(closure, method, snap, closure._exporters[method])
+    values["snapshot_foreign"] = GUARDS["snapshot_foreign"](export_ctx)
+    values["snapshot_open"] = GUARDS["snapshot_open"](export_ctx)
+    export_ctx.snapshot_arg = dataclasses.replace(snap)  # an equal copy: not one this instance produced
+    values["copy_foreign"] = GUARDS["snapshot_foreign"](export_ctx)
     return values

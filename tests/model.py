@@ -36,7 +36,7 @@ and ``None`` is ``null``; both are "absent" except where §3 says otherwise.
 
 The ECMAScript primitives the spec delegates to (``String(value)``,
 ``JSON.stringify``, ``truncateUtf8``) are taken from
-:mod:`tool_call_closure._ecma`, which is tested against Node separately;
+:mod:`tool_call_closure.ecma`, which is tested against Node separately;
 byte counting and the blank test are restated here from §3.
 
 Errors are :class:`ModelError` with the spec's permanent ``code``, ``kind``
@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from tool_call_closure._ecma import json_stringify, to_js_string, truncate_utf8
-from tool_call_closure._errors import ToolCallClosureError
+from tool_call_closure.ecma import json_stringify, to_js_string, truncate_utf8
+from tool_call_closure.errors import ToolCallClosureError
 
 __all__ = [
     "MISSING",

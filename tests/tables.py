@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from tool_call_closure._closure import ToolCallClosure, _closure_with_machine
-from tool_call_closure._machine import Machine
-from tool_call_closure._table import TABLE_TEXT, Table, load_table
+from tool_call_closure.closure import ToolCallClosure, _closure_with_machine
+from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine.table import TABLE_TEXT, Table, load_table
 
 RAW: dict[str, Any] = json.loads(TABLE_TEXT)
 

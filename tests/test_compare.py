@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tool_call_closure._compare import diff_response, diff_responses, error_code, same_value
+from tool_call_closure.conformance.compare import diff_response, diff_responses, error_code, same_value
 
 
 def test_values_agree_with_key_order_significant() -> None:

@@ -18,7 +18,7 @@ import pytest
 from referencing import Registry, Resource
 
 from tables import raw_table, row
-from tool_call_closure._conform import (
+from tool_call_closure.conformance.conform import (
     SubjectSpec,
     check_trace,
     diff_reports,
@@ -27,10 +27,10 @@ from tool_call_closure._conform import (
     select_vectors,
     write_report,
 )
-from tool_call_closure._coverage import coverage_table
-from tool_call_closure._fuzz import fuzz
-from tool_call_closure._subject import locate_original, original_command, reference_command
-from tool_call_closure._vectors import Vector, drift, load_vectors
+from tool_call_closure.conformance.coverage import coverage_table
+from tool_call_closure.conformance.fuzz import fuzz
+from tool_call_closure.conformance.subject import locate_original, original_command, reference_command
+from tool_call_closure.conformance.vectors import Vector, drift, load_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "spec"
@@ -119,7 +119,7 @@ def test_drift_is_detected(tmp_path: Path) -> None:
 
 
 def test_vector_ids_are_unique_and_are_their_file_names(tmp_path: Path) -> None:
-    from tool_call_closure._vectors import VectorError
+    from tool_call_closure.conformance.vectors import VectorError
 
     source = next((SPEC / "vectors").rglob("settle-forged-handle-is-stale.json"))
     (tmp_path / "a").mkdir()
@@ -309,8 +309,8 @@ def test_fuzz_catches_a_broken_subject_and_shrinks_to_a_minimal_vector(tmp_path:
 
 def _run_requests(requests: list[dict[str, Any]], spec: SubjectSpec) -> str | None:
     """The first divergence between the reference and ``spec`` on ``requests``, or None."""
-    from tool_call_closure._compare import diff_responses
-    from tool_call_closure._subject import InProcessSubject
+    from tool_call_closure.conformance.compare import diff_responses
+    from tool_call_closure.conformance.subject import InProcessSubject
 
     reference, subject = InProcessSubject(), spec.start()
     try:

@@ -115,7 +115,7 @@ def test_shipped_contracts_hold() -> None:
 # --------------------------------------------------------------------------- planted bugs
 
 TRUNCATE_CUTS_CHARACTERS = """
-from tool_call_closure._ecma import _node_utf8
+from tool_call_closure.ecma import _node_utf8
 
 
 def truncate_utf8(text, max_bytes):  # planted bug: no back-off over UTF-8 continuation bytes
@@ -127,7 +127,7 @@ def truncate_utf8(text, max_bytes):  # planted bug: no back-off over UTF-8 conti
 """
 
 LONE_SURROGATE_COUNTS_ONE = """
-from tool_call_closure._ecma import _utf16_view
+from tool_call_closure.ecma import _utf16_view
 
 
 def utf8_length(text):  # planted bug: a lone surrogate counts 1 byte ('?') instead of 3
@@ -138,7 +138,7 @@ def utf8_length(text):  # planted bug: a lone surrogate counts 1 byte ('?') inst
 """
 
 CLOSE_LEAVES_A_CALL_PENDING = """
-import tool_call_closure._semantics as _semantics
+import tool_call_closure.machine.semantics as _semantics
 
 _real_close_calls = _semantics._close_calls
 
@@ -159,13 +159,16 @@ _semantics._close_calls = _leaky_close_calls
 """
 
 LOOKALIKE_HANDLE_ACCEPTED = """
-import tool_call_closure._closure as _closure_module
-from tool_call_closure._machine import Machine
-from tool_call_closure._semantics import GUARDS
-from tool_call_closure._table import TABLE
+import tool_call_closure.closure as _closure_module
+from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine.semantics import GUARDS
+from tool_call_closure.machine.table import TABLE
 
 
-def _generation_only(ctx):  # planted bug: fencing compares generation numbers, not the handle object
+from tool_call_closure.machine.context import HandleContext
+
+
+def _generation_only(ctx: HandleContext) -> bool:  # planted bug: fencing compares generation numbers, not the handle
     run = ctx.closure._run
     return run is None or getattr(ctx.handle, "generation", None) != run.generation
 
@@ -175,7 +178,7 @@ _closure_module.MACHINE = Machine(TABLE)
 """
 
 PLAIN_LAYOUT_TOO_FAR = """
-from tool_call_closure._ecma import number_to_string as _real_number_to_string
+from tool_call_closure.ecma import number_to_string as _real_number_to_string
 
 
 def number_to_string(value):  # planted bug: plain layout one decade too far (JS switches to 1e+21 at 1e21)

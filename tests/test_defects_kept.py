@@ -33,7 +33,7 @@ from tool_call_closure import (
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-ADAPTER = SRC / "tool_call_closure" / "_node" / "adapter.cjs"
+ADAPTER = SRC / "tool_call_closure" / "conformance" / "node" / "adapter.cjs"
 ORIGINAL = Path(os.environ.get("TCC_JS") or "/work/shared/seed/tool-call-closure-1.0.0/src/index.cjs")
 KEPT = [d["id"] for d in json.loads((ROOT / "spec" / "catalogue.json").read_text())["defects"] if d["status"] == "kept"]
 

@@ -3,7 +3,7 @@
 Each test asserts the reference's documented behaviour through the public API.  For the deviations that are
 visible over protocol v1 (``"protocol": true``: D1, D2, D3 and D7) the same request lines are also sent to
 ``python -m tool_call_closure serve`` and to the original through the Node adapter
-(``src/tool_call_closure/_node/adapter.cjs``), and both answers are pinned, showing the documented difference.
+(``src/tool_call_closure/conformance/node/adapter.cjs``), and both answers are pinned, showing the documented difference.
 Only the Node part is skipped when ``node`` or the original (``$TCC_JS``, else the shared seed path) is missing.
 Expected values are written by hand from ``deviations.json`` and the behaviour catalogue.
 """
@@ -41,7 +41,7 @@ from tool_call_closure import (
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-ADAPTER = SRC / "tool_call_closure" / "_node" / "adapter.cjs"
+ADAPTER = SRC / "tool_call_closure" / "conformance" / "node" / "adapter.cjs"
 ORIGINAL = Path(os.environ.get("TCC_JS") or "/work/shared/seed/tool-call-closure-1.0.0/src/index.cjs")
 DEVIATIONS = {d["id"]: d for d in json.loads((ROOT / "spec" / "deviations.json").read_text())["deviations"]}
 

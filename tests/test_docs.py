@@ -9,8 +9,8 @@ import os
 import re
 from pathlib import Path
 
-from tool_call_closure._diagram import mermaid
-from tool_call_closure._table import TABLE
+from tool_call_closure.machine.diagram import mermaid
+from tool_call_closure.machine.table import TABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- diagram:start -->", "<!-- diagram:end -->"

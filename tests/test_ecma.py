@@ -28,11 +28,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tool_call_closure._absent import ABSENT
-from tool_call_closure._ecma import (
+from tool_call_closure.absent import ABSENT
+from tool_call_closure.ecma import (
     __all__ as ecma_all,
 )
-from tool_call_closure._ecma import (
+from tool_call_closure.ecma import (
     is_blank,
     json_stringify,
     number_to_string,
@@ -40,7 +40,7 @@ from tool_call_closure._ecma import (
     truncate_utf8,
     utf8_length,
 )
-from tool_call_closure._errors import UsageError
+from tool_call_closure.errors import UsageError
 
 # --------------------------------------------------------------------------- #
 # helpers

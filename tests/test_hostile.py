@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tool_call_closure._machine as machine_module
-import tool_call_closure._semantics as semantics
+import tool_call_closure.machine.interpreter as machine_module
+import tool_call_closure.machine.semantics as semantics
 from hostile import (
     NO_ACT,
     OMIT,

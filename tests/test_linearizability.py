@@ -926,7 +926,7 @@ def test_the_allowed_alternatives_are_what_reentrant_caller_code_produces() -> N
 def test_an_unlocked_phase_never_sees_a_half_installed_generation(monkeypatch: pytest.MonkeyPatch) -> None:
     """Deterministic form of the race: while begin's commit is between installing the new generation and giving it
     its state, another thread starts an operation (its prepare phase takes no lock)."""
-    from tool_call_closure._machine import Machine
+    from tool_call_closure.machine.interpreter import Machine
 
     closure = ToolCallClosure()
     handle = closure.begin([{"id": "a", "name": "t"}]).handle

@@ -17,14 +17,15 @@ from typing import Any
 import pytest
 
 from tables import closure_for, modified
-from tool_call_closure import TableError, ToolCallClosure, UsageError, _table
-from tool_call_closure._conform import run_conformance
-from tool_call_closure._ecma import json_stringify, to_js_string
-from tool_call_closure._machine import MACHINE, Machine
-from tool_call_closure._subject import InProcessSubject, Subject
-from tool_call_closure._table import TABLE, load_table
-from tool_call_closure._values import BatchHandle, CloseReason
-from tool_call_closure._vectors import load_vectors
+from tool_call_closure import TableError, ToolCallClosure, UsageError, spec_files
+from tool_call_closure.conformance.conform import run_conformance
+from tool_call_closure.conformance.subject import InProcessSubject, Subject
+from tool_call_closure.conformance.vectors import load_vectors
+from tool_call_closure.ecma import json_stringify, to_js_string
+from tool_call_closure.machine import table as _table
+from tool_call_closure.machine.interpreter import MACHINE, Machine
+from tool_call_closure.machine.table import TABLE, load_table
+from tool_call_closure.values import BatchHandle, CloseReason
 
 
 class _FreshlyCompiled:
@@ -72,7 +73,7 @@ def test_table_is_read_from_the_package_first(tmp_path: Path, monkeypatch: pytes
             assert package == "tool_call_closure"
             return tmp_path
 
-    monkeypatch.setattr(_table, "resources", Resources)
+    monkeypatch.setattr(spec_files, "resources", Resources)
     assert _table.table_path() == packaged
 
 
@@ -82,9 +83,9 @@ def test_table_falls_back_to_the_source_tree(tmp_path: Path, monkeypatch: pytest
         def files(package: str) -> Path:
             return tmp_path  # holds no _spec/machine.json
 
-    monkeypatch.setattr(_table, "resources", Resources)
+    monkeypatch.setattr(spec_files, "resources", Resources)
     assert _table.table_path() == Path(__file__).resolve().parents[1] / "spec" / "machine.json"
-    monkeypatch.setattr(_table, "__file__", str(tmp_path / "a" / "b" / "_table.py"))
+    monkeypatch.setattr(spec_files, "__file__", str(tmp_path / "a" / "b" / "spec_files.py"))
     with pytest.raises(TableError) as info:
         _table.table_path()
     assert str(info.value) == ("transition table not found: neither the package's _spec/ nor spec/ holds machine.json")

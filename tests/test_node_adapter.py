@@ -1,4 +1,4 @@
-"""The Node adapter (``src/tool_call_closure/_node/adapter.cjs``) serving protocol v1 for the JavaScript original.
+"""The Node adapter (``src/tool_call_closure/conformance/node/adapter.cjs``) serving protocol v1 for the JavaScript original.
 
 Every test starts the adapter as a subprocess against the original, feeds it request lines, and compares the
 response lines exactly (byte for byte after UTF-8 decoding), except for ProtocolError messages, which the
@@ -26,7 +26,7 @@ import pytest
 pytestmark = pytest.mark.node
 
 ROOT = Path(__file__).resolve().parents[1]
-ADAPTER = ROOT / "src" / "tool_call_closure" / "_node" / "adapter.cjs"
+ADAPTER = ROOT / "src" / "tool_call_closure" / "conformance" / "node" / "adapter.cjs"
 SEED = Path("/work/shared/seed/tool-call-closure-1.0.0/src/index.cjs")
 ORIGINAL = Path(os.environ.get("TCC_JS") or SEED)
 NODE = shutil.which("node")

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tool_call_closure._compare import diff_responses
-from tool_call_closure._scenarios import ScenarioBuilder
-from tool_call_closure._subject import InProcessSubject, ProcessSubject, locate_original, original_command
+from tool_call_closure.conformance.compare import diff_responses
+from tool_call_closure.conformance.scenarios import ScenarioBuilder
+from tool_call_closure.conformance.subject import InProcessSubject, ProcessSubject, locate_original, original_command
 
 ORIGINAL = locate_original()
 

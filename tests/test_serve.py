@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tool_call_closure._subject import ProcessSubject, SubjectError, reference_command
+from tool_call_closure.conformance.subject import ProcessSubject, SubjectError, reference_command
 
 L = "\u2028"
 

@@ -113,7 +113,7 @@ from tool_call_closure import (
     UsageError,
     to_json,
 )
-from tool_call_closure._ecma import utf8_length
+from tool_call_closure.ecma import utf8_length
 
 SAME: Final = "="  # a nested operation on the outer operation's call id
 SETTLED: Final = ("success", "error", "cancelled")

@@ -17,8 +17,8 @@ import pytest
 
 from tables import RAW, closure_for, modified, raw_table, row
 from tool_call_closure import TableError, ToolCallClosure, UsageError
-from tool_call_closure._machine import Machine
-from tool_call_closure._table import TABLE, covering_row, load_table
+from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine.table import TABLE, covering_row, load_table
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 

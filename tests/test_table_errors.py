@@ -28,9 +28,10 @@ import pytest
 
 from tables import RAW, raw_table
 from tool_call_closure import TableError
-from tool_call_closure._machine import Machine
-from tool_call_closure._semantics import EFFECTS, GUARDS, OBSERVED, RESULTS, TARGETS, TEXTS
-from tool_call_closure._table import parse_table
+from tool_call_closure.closure import _closure_with_machine
+from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine.semantics import EFFECTS, GUARDS, OBSERVED, RESULTS, TARGETS, TEXTS
+from tool_call_closure.machine.table import parse_table
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 
@@ -264,7 +265,7 @@ def test_an_effect_with_no_implementation_is_refused() -> None:
 def test_an_implemented_name_the_table_does_not_name_is_refused() -> None:
     # Compile against extra implementations: each kind reports the first unused one by name.
     table = parse_table(raw_table())
-    from tool_call_closure._machine import _check_bindings
+    from tool_call_closure.machine.interpreter import _check_bindings
 
     extras = {"guards": GUARDS, "effects": EFFECTS, "results": RESULTS, "observed": OBSERVED, "targets": TARGETS}
     kinds = {
@@ -543,8 +544,9 @@ def test_an_option_default_of_one_is_accepted() -> None:
 def test_an_export_format_without_a_renderer_is_refused() -> None:
     raw = raw_table()
     _operation(raw, "export")["methods"][2]["format"] = "markdown"
+    machine = Machine(parse_table(raw))  # the machine knows formats only as names ...
     with pytest.raises(TableError) as info:
-        Machine(parse_table(raw))
+        _closure_with_machine(machine)  # ... the public class binds them to the providers' renderers
     assert str(info.value) == "invalid transition table: export format 'markdown' has no renderer"
     assert info.value.code == "table_invalid"
 
@@ -574,7 +576,7 @@ def test_every_error_the_code_raises_is_declared_by_the_table() -> None:
     source = Path(__file__).resolve().parents[1] / "src" / "tool_call_closure"
     raised = {
         code
-        for module in source.glob("*.py")
+        for module in source.rglob("*.py")
         for code in re.findall(r'spec_error\(\s*"([a-z_]+)"', module.read_text(encoding="utf-8"))
     }
     assert len(raised) >= 15

@@ -34,7 +34,7 @@ def test_the_wheel_ships_the_table_the_adapter_and_the_type_marker(tmp_path: Pat
     (wheel,) = tmp_path.glob("tool_call_closure-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "tool_call_closure/_spec/machine.json" in names
-    assert "tool_call_closure/_node/adapter.cjs" in names
+    assert "tool_call_closure/conformance/node/adapter.cjs" in names
     assert "tool_call_closure/py.typed" in names
     assert "tool_call_closure/_spec/vectors/manifest.json" in names
     assert "tool_call_closure/_spec/catalogue.json" in names
@@ -42,7 +42,7 @@ def test_the_wheel_ships_the_table_the_adapter_and_the_type_marker(tmp_path: Pat
     shipped = zipfile.ZipFile(wheel).read("tool_call_closure/_spec/machine.json")
     assert shipped == (ROOT / "spec" / "machine.json").read_bytes()
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "tool-call-closure = tool_call_closure._cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "tool-call-closure = tool_call_closure.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_an_installed_wheel_runs_conform_with_no_arguments(tmp_path: Path) -> None:

@@ -5,15 +5,16 @@ machine itself is data (``spec/machine.json``, shipped in this package); the
 code here interprets it.  Start with :class:`ToolCallClosure`.
 """
 
-from ._closure import Limits, ToolCallClosure, create_tool_call_closure, to_json
-from ._errors import LimitError, TableError, ToolCallClosureError, UsageError
-from ._values import (
+from tool_call_closure.closure import ToolCallClosure, create_tool_call_closure, to_json
+from tool_call_closure.errors import LimitError, TableError, ToolCallClosureError, UsageError
+from tool_call_closure.values import (
     Accepted,
     BatchHandle,
     BeginResult,
     CallSnapshot,
     CloseReason,
     Diagnostic,
+    Limits,
     Rejection,
     Settlement,
     SettlementResult,

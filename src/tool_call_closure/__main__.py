@@ -1,5 +1,5 @@
 """``python -m tool_call_closure``: the command-line interface."""
 
-from ._cli import main
+from tool_call_closure.cli.main import main
 
 raise SystemExit(main())

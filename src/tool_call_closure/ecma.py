@@ -90,8 +90,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, cast
 
-from ._absent import ABSENT
-from ._errors import ToolCallClosureError, spec_error
+from tool_call_closure.absent import ABSENT
+from tool_call_closure.errors import ToolCallClosureError, spec_error
 
 __all__ = [
     "is_blank",

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ._compare import error_code
-from ._subject import InProcessSubject
-from ._table import TABLE_TEXT, table_path
+from tool_call_closure.conformance.compare import error_code
+from tool_call_closure.conformance.subject import InProcessSubject
+from tool_call_closure.machine.table import TABLE_TEXT
+from tool_call_closure.spec_files import spec_path
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -96,11 +97,8 @@ class Vector:
 
 
 def default_vectors_dir() -> Path:
-    """``spec/vectors`` of the source checkout, else the copy shipped in the package."""
-    source = table_path().parent / "vectors"
-    if source.is_dir():
-        return source
-    return Path(__file__).resolve().parent / "_spec" / "vectors"
+    """The shipped vectors: ``spec/vectors`` of the source checkout, else the copy inside the package."""
+    return spec_path("vectors")
 
 
 def spec_hash() -> str:

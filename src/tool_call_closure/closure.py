@@ -2,11 +2,15 @@
 
 Theory of operation
 -------------------
-Every method is a thin shell: it puts its arguments into a
-:class:`~._machine.Context` and asks the compiled table to run the operation
-(:meth:`~._machine.Machine.run`).  Legality, precedence and state changes are
-decided by ``spec/machine.json``; the meaning of each step lives in
-:mod:`._semantics`.
+Every method is a thin shell: it puts its arguments into the context of its
+operation (:mod:`.machine.context`) and asks the compiled table to run the
+operation (:meth:`.machine.interpreter.Machine.run`).  Legality, precedence
+and state changes are decided by ``spec/machine.json``; the meaning of each
+step lives in :mod:`.machine.semantics`.
+
+Exports.  The table names each export method's *format*; this class binds
+the format to its provider's renderer (:data:`.providers.RENDERERS`) and hands
+it to the operation, so the machine never imports a provider.
 
 Threading model.  Each instance owns one ``threading.Lock``.  Every operation
 is atomic: its decision and its commit happen under the lock, in one
@@ -22,33 +26,30 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final, final
 
-from ._absent import ABSENT
-from ._ecma import json_stringify, truncate_utf8
-from ._errors import spec_error
-from ._machine import MACHINE, Context, Machine, Run
-from ._table import TABLE
-from ._values import BeginResult, Diagnostic, Rejection, SettlementResult, Snapshot
+from tool_call_closure.absent import ABSENT
+from tool_call_closure.ecma import json_stringify, truncate_utf8
+from tool_call_closure.errors import TableError, spec_error
+from tool_call_closure.machine.context import (
+    BeginContext,
+    CloseContext,
+    ExportContext,
+    ReadContext,
+    Renderer,
+    Run,
+    SealContext,
+    SettleContext,
+)
+from tool_call_closure.machine.interpreter import MACHINE, Machine
+from tool_call_closure.machine.table import TABLE
+from tool_call_closure.providers import RENDERERS
+from tool_call_closure.values import BeginResult, Diagnostic, Limits, Rejection, SettlementResult, Snapshot
 
-__all__ = ["Limits", "ToolCallClosure", "create_tool_call_closure", "to_json"]
+__all__ = ["ToolCallClosure", "create_tool_call_closure", "to_json"]
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The validated limits of one instance (see the options table in ``spec/machine.json``)."""
-
-    max_calls: int
-    max_diagnostics: int
-    max_result_bytes: int
-    max_message_bytes: int
-    max_id_bytes: int
-    max_name_bytes: int
-    max_code_bytes: int
 
 
 def _limit(value: object, name: str, default: int) -> int:
@@ -81,6 +82,7 @@ class ToolCallClosure:
     __slots__ = (
         "__weakref__",
         "_diagnostics",
+        "_exporters",
         "_generation",
         "_limits",
         "_lock",
@@ -126,9 +128,8 @@ class ToolCallClosure:
 
     def _use_machine(self, machine: Machine) -> None:
         self._machine = machine
-        self._superseded_message = truncate_utf8(
-            machine.table.texts["superseded_message"], self._limits.max_message_bytes
-        )
+        self._exporters = _EXPORTERS if machine is MACHINE else _bind_renderers(machine)
+        self._superseded_message = truncate_utf8(machine.texts["superseded_message"], self._limits.max_message_bytes)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         raise TypeError("ToolCallClosure is final and cannot be subclassed")
@@ -146,7 +147,7 @@ class ToolCallClosure:
     @property
     def active_generation(self) -> int | None:
         """The generation of the most recent successful ``begin`` (``None`` before the first)."""
-        result: int | None = self._machine.run("active_generation", Context(self, "active_generation"))
+        result: int | None = self._machine.run("active_generation", ReadContext(self, "active_generation"))
         return result
 
     def begin(self, calls: Any) -> BeginResult:
@@ -157,10 +158,7 @@ class ToolCallClosure:
         Raises :class:`~.UsageError` or :class:`~.LimitError` for invalid
         calls, changing nothing.
         """
-        ctx = Context(self, "begin")
-        ctx.calls_arg = calls
-        ctx.start_generation = self._generation
-        result: BeginResult = self._machine.run("begin", ctx)
+        result: BeginResult = self._machine.run("begin", BeginContext(self, "begin", calls))
         return result
 
     def settle(self, handle: Any, call_id: Any, outcome: Any) -> SettlementResult:
@@ -172,18 +170,14 @@ class ToolCallClosure:
         :class:`~.Rejection` and changes nothing (apart from recording it as a
         diagnostic).  Invalid arguments raise for a current, open, pending call.
         """
-        ctx = Context(self, "settle")
-        ctx.handle = handle
-        ctx.call_id = call_id
+        ctx = SettleContext(self, "settle", handle, call_id)
         ctx.outcome = outcome
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
     def succeed(self, handle: Any, call_id: Any, content: Any = ABSENT) -> SettlementResult:
         """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
-        ctx = Context(self, "succeed")
-        ctx.handle = handle
-        ctx.call_id = call_id
+        ctx = SettleContext(self, "succeed", handle, call_id)
         ctx.fixed_status = "success"
         ctx.content = content
         result: SettlementResult = self._machine.run("settle", ctx)
@@ -191,26 +185,22 @@ class ToolCallClosure:
 
     def fail(self, handle: Any, call_id: Any, error: Any = ABSENT, code: Any = None) -> SettlementResult:
         """``settle`` with status error; an exception contributes its text, never its traceback."""
-        ctx = Context(self, "fail")
-        ctx.handle = handle
-        ctx.call_id = call_id
+        ctx = SettleContext(self, "fail", handle, call_id)
         ctx.fixed_status = "error"
         ctx.message = error
         ctx.message_is_error = True
         ctx.code = code
-        ctx.default_code = self._machine.table.texts["fail_code"]
+        ctx.default_code = self._machine.texts["fail_code"]
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
     def cancel(self, handle: Any, call_id: Any, message: Any = None, code: Any = None) -> SettlementResult:
         """``settle`` with status cancelled."""
-        ctx = Context(self, "cancel")
-        ctx.handle = handle
-        ctx.call_id = call_id
+        ctx = SettleContext(self, "cancel", handle, call_id)
         ctx.fixed_status = "cancelled"
         ctx.message = message
         ctx.code = code
-        ctx.default_code = self._machine.table.texts["cancel_code"]
+        ctx.default_code = self._machine.texts["cancel_code"]
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
@@ -222,22 +212,17 @@ class ToolCallClosure:
         is accepted too); every field is optional.  Idempotent: on a closed
         generation it returns a fresh snapshot without reading ``reason``.
         """
-        ctx = Context(self, "close")
-        ctx.handle = handle
-        ctx.reason = reason
-        result: Snapshot | Rejection = self._machine.run("close", ctx)
+        result: Snapshot | Rejection = self._machine.run("close", CloseContext(self, "close", handle, reason))
         return result
 
     def seal(self, handle: Any) -> Snapshot | Rejection:
         """Close a generation whose calls were all reported (``pending_calls`` rejection otherwise)."""
-        ctx = Context(self, "seal")
-        ctx.handle = handle
-        result: Snapshot | Rejection = self._machine.run("seal", ctx)
+        result: Snapshot | Rejection = self._machine.run("seal", SealContext(self, "seal", handle))
         return result
 
     def snapshot(self) -> Snapshot | None:
         """An immutable view of the current generation (``None`` before the first ``begin``)."""
-        result: Snapshot | None = self._machine.run("snapshot", Context(self, "snapshot"))
+        result: Snapshot | None = self._machine.run("snapshot", ReadContext(self, "snapshot"))
         return result
 
     def to_openai_chat_completions(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
@@ -253,10 +238,22 @@ class ToolCallClosure:
         return self._export("to_anthropic_tool_results", snapshot)
 
     def _export(self, method: str, snapshot: Any) -> list[dict[str, Any]]:
-        ctx = Context(self, method)
-        ctx.snapshot_arg = snapshot
+        ctx = ExportContext(self, method, snapshot, self._exporters[method])
         result: list[dict[str, Any]] = self._machine.run("export", ctx)
         return result
+
+
+def _bind_renderers(machine: Machine) -> Mapping[str, Renderer]:
+    """Export method -> the renderer of the format the table names for it; a format no provider renders is refused."""
+    unknown = sorted(set(machine.export_format.values()) - set(RENDERERS))
+    if unknown:
+        raise TableError(
+            f"invalid transition table: export format {unknown[0]!r} has no renderer", code="table_invalid"
+        )
+    return {method: RENDERERS[format_] for method, format_ in machine.export_format.items()}
+
+
+_EXPORTERS: Final = _bind_renderers(MACHINE)  # the shipped table's formats all have renderers, checked at import
 
 
 def create_tool_call_closure(**options: Any) -> ToolCallClosure:

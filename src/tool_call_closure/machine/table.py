@@ -34,12 +34,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._errors import TableError
+from tool_call_closure.errors import TableError
+from tool_call_closure.spec_files import SpecFileMissingError, machine_text, spec_path
 
 __all__ = [
     "TABLE",
@@ -741,13 +741,12 @@ def _check_reachability(table: Table) -> None:
 
 def table_path() -> Path:
     """Where the table is read from: inside the installed package, else the source tree's ``spec/``."""
-    packaged = resources.files(__package__ or "tool_call_closure").joinpath("_spec").joinpath("machine.json")
-    if packaged.is_file():
-        return Path(str(packaged))
-    source = Path(__file__).resolve().parents[2] / "spec" / "machine.json"
-    if source.is_file():
-        return source
-    raise TableError("transition table not found: neither the package's _spec/ nor spec/ holds machine.json")
+    try:
+        return spec_path("machine.json")
+    except SpecFileMissingError:
+        raise TableError(
+            "transition table not found: neither the package's _spec/ nor spec/ holds machine.json"
+        ) from None
 
 
 def load_table(text: str | None = None) -> Table:
@@ -761,5 +760,5 @@ def load_table(text: str | None = None) -> Table:
     return parse_table(raw)
 
 
-TABLE_TEXT: Final = table_path().read_text(encoding="utf-8")
+TABLE_TEXT: Final = machine_text()
 TABLE: Final = load_table(TABLE_TEXT)

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ._subject import InProcessSubject
-from ._table import TABLE
-from ._vectors import VECTOR_FORMAT, generate, render
+from tool_call_closure.conformance.subject import InProcessSubject
+from tool_call_closure.conformance.vectors import VECTOR_FORMAT, generate, render
+from tool_call_closure.machine.table import TABLE
 
 __all__ = ["ALPHABET", "generate_model_vectors", "shortest_witnesses"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from ._closure import ToolCallClosure, to_json
-from ._values import Snapshot
+from tool_call_closure.closure import ToolCallClosure, to_json
+from tool_call_closure.values import Snapshot
 
 __all__ = ["run_demo"]
 

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._compare import diff_responses
-from ._conform import SubjectSpec
-from ._subject import InProcessSubject, Subject, SubjectError
-from ._vectors import VECTOR_FORMAT, generate, render
+from tool_call_closure.conformance.compare import diff_responses
+from tool_call_closure.conformance.conform import SubjectSpec
+from tool_call_closure.conformance.subject import InProcessSubject, Subject, SubjectError
+from tool_call_closure.conformance.vectors import VECTOR_FORMAT, generate, render
 
 __all__ = ["FuzzResult", "fuzz"]
 
@@ -72,7 +72,7 @@ def fuzz(
     except ImportError as exc:  # pragma: no cover - exercised only without the dev extra
         raise RuntimeError("fuzz needs Hypothesis: pip install 'tool-call-closure[dev]'") from exc
 
-    from ._scenarios import ScenarioBuilder
+    from tool_call_closure.conformance.scenarios import ScenarioBuilder
 
     result = FuzzResult()
     started = time.perf_counter()

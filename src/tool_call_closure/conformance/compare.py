@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ._table import TABLE
+from tool_call_closure.machine.table import TABLE
 
 __all__ = ["diff_response", "diff_responses", "error_code", "same_value"]
 

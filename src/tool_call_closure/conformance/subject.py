@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from ._machine import MACHINE, Machine
-from ._serve import Server
+from tool_call_closure.conformance.serve import Server
+from tool_call_closure.machine.interpreter import MACHINE, Machine
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -78,7 +78,7 @@ class Subject:
 def _encode(request: dict[str, Any] | str) -> str:
     if isinstance(request, str):
         return request
-    from ._ecma import json_stringify
+    from tool_call_closure.ecma import json_stringify
 
     return json_stringify(request)
 
@@ -194,7 +194,7 @@ def reference_command() -> list[str]:
 
 def node_adapter() -> Path:
     """The Node adapter that serves protocol v1 for the JavaScript original (shipped in the package)."""
-    return Path(__file__).resolve().parent / "_node" / "adapter.cjs"
+    return Path(__file__).resolve().parent / "node" / "adapter.cjs"
 
 
 def locate_original() -> Path | None:
@@ -202,7 +202,7 @@ def locate_original() -> Path | None:
     configured = os.environ.get("TCC_JS")
     if configured:
         return Path(configured)
-    beside = Path(__file__).resolve().parents[3] / "shared" / "seed" / "tool-call-closure-1.0.0" / "src" / "index.cjs"
+    beside = Path(__file__).resolve().parents[4] / "shared" / "seed" / "tool-call-closure-1.0.0" / "src" / "index.cjs"
     return beside if beside.is_file() else None
 
 

@@ -31,100 +31,38 @@ while the lock is held, and a hook that calls back into the closure cannot
 deadlock.  Nothing in a locked phase calls caller code.
 
 Nothing here knows what a guard or an effect *means*: the names are bound to
-functions from :mod:`._semantics` when the table is compiled.  Compilation
+functions from :mod:`.semantics` when the table is compiled.  Compilation
 refuses a table that names a guard, effect or result with no implementation,
-or an implementation the table never names.  No per-state branching lives in
-code: legality is decided by the table alone.
+an implementation the table never names, or one whose signature does not
+accept the context of the operation that names it (:mod:`.context`).  No
+per-state branching lives in code: legality is decided by the table alone.
+
+Export formats are names in the table; the renderer of each format is bound
+above the machine, by the public class, which hands it to the operation in its
+:class:`~.context.ExportContext`.  The machine never imports a provider.
 """
 
 from __future__ import annotations
 
 import threading
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, cast
 
-from ._absent import ABSENT
-from ._errors import TableError, spec_error
-from ._table import TABLE, Row, Table
-from ._values import BatchHandle, CallSnapshot, CloseReason, Diagnostic, Rejection, Settlement, Snapshot
+from tool_call_closure.errors import TableError, spec_error
+from tool_call_closure.machine import semantics as sem
+from tool_call_closure.machine.context import (
+    OPERATION_CONTEXTS,
+    Context,
+    HandleContext,
+    Instance,
+    SettleContext,
+)
+from tool_call_closure.machine.table import TABLE, Row, Table
+from tool_call_closure.values import CallSnapshot, Diagnostic, Rejection, Settlement
 
-if TYPE_CHECKING:
-    from ._closure import ToolCallClosure
-
-__all__ = ["MACHINE", "Context", "Machine", "Run"]
-
-
-class Run:
-    """The mutable record of the current generation (never handed out)."""
-
-    __slots__ = ("calls", "close_reason", "generation", "handle", "index", "pending", "state")
-
-    def __init__(self, generation: int, handle: BatchHandle, calls: list[CallSnapshot], index: dict[str, int]) -> None:
-        self.generation = generation
-        self.handle = handle
-        self.state = ""  # set by the row that installs the run
-        self.calls = calls  # CallSnapshot records, replaced (never mutated) when a call settles
-        self.index = index  # call id -> position in calls
-        self.pending = len(calls)  # number of calls in the initial call state
-        self.close_reason: CloseReason | None = None
-
-
-class Context:
-    """Scratch space of one operation: its arguments and what its phases computed."""
-
-    __slots__ = (
-        "call_id",
-        "call_pos",
-        "calls_arg",
-        "close_reason",
-        "closure",
-        "code",
-        "content",
-        "default_code",
-        "fixed_status",
-        "handle",
-        "message",
-        "message_is_error",
-        "method",
-        "outcome",
-        "payload",
-        "preview",
-        "reason",
-        "reject_generation",
-        "run",
-        "settlement",
-        "snapshot_arg",
-        "start_generation",
-        "superseded",
-        "validated",
-    )
-
-    def __init__(self, closure: ToolCallClosure, method: str) -> None:
-        self.closure = closure
-        self.method = method
-        self.handle: Any = None
-        self.call_id: str = ""
-        self.call_pos = -1
-        self.calls_arg: Any = None
-        self.outcome: Any = ABSENT
-        self.fixed_status: str | None = None
-        self.content: Any = ABSENT
-        self.message: Any = ABSENT
-        self.message_is_error = False
-        self.code: Any = ABSENT
-        self.default_code = ""
-        self.reason: Any = ABSENT
-        self.snapshot_arg: Any = None
-        self.reject_generation: int | None = None
-        self.preview: str | None = None
-        self.settlement: Settlement | None = None
-        self.close_reason: CloseReason | None = None
-        self.validated: list[tuple[str, str]] = []
-        self.superseded: Snapshot | None = None
-        self.start_generation = 0
-        self.run: Run | None = None
-        self.payload: list[dict[str, Any]] = []
+__all__ = ["MACHINE", "CompiledRow", "Machine"]
 
 
 _NEXT: Final = object()  # a phase's answer when no row ended the operation
@@ -161,13 +99,14 @@ class Machine:
         "initial_call_state",
         "plans",
         "table",
+        "texts",
     )
 
     def __init__(self, table: Table) -> None:
-        from . import _semantics as sem  # the meanings of the names; imported here to keep the layering one-way
-
         _check_bindings(table, sem.GUARDS, sem.EFFECTS, sem.RESULTS, sem.OBSERVED, sem.TARGETS, sem.TEXTS)
+        _check_contexts(table)
         self.table = table
+        self.texts: Mapping[str, str] = table.texts
         self.closed: frozenset[str] = table.closed_run_states
         self.initial_call_state: str = table.initial_call_state
         self.call_next: Mapping[tuple[str, str], str] = {(t.from_state, t.event): t.to for t in table.call_transitions}
@@ -189,12 +128,8 @@ class Machine:
                     f"invalid transition table: operations.export.methods[{j}]: missing field 'format'",
                     code="table_invalid",
                 )
+        # method name -> export format; the public class binds each format to a provider's renderer.
         self.export_format: Mapping[str, str] = {m["python"]: m["format"] for m in table.operations["export"].methods}
-        unknown_formats = sorted(set(self.export_format.values()) - set(sem.RENDERERS))
-        if unknown_formats:
-            raise TableError(
-                f"invalid transition table: export format {unknown_formats[0]!r} has no renderer", code="table_invalid"
-            )
         plans: dict[str, tuple[tuple[bool, tuple[Mapping[str, tuple[CompiledRow, ...]], ...]], ...]] = {}
         for op_id, op in table.operations.items():
             segments: list[tuple[bool, list[Mapping[str, tuple[CompiledRow, ...]]]]] = []
@@ -203,12 +138,12 @@ class Machine:
                 by_state: Mapping[str, tuple[CompiledRow, ...]]
                 if locked:
                     by_state = {
-                        state: tuple(_compile_row(row, sem) for row in table.rows_for(op_id, phase, state))
+                        state: tuple(_compile_row(row) for row in table.rows_for(op_id, phase, state))
                         for state in table.run_states
                     }
                 else:  # the same rows in every state ("*")
                     rows = table.rows_for(op_id, phase, table.initial_run_state)
-                    by_state = {"*": tuple(_compile_row(row, sem) for row in rows)}
+                    by_state = {"*": tuple(_compile_row(row) for row in rows)}
                 if segments and segments[-1][0] == locked:
                     segments[-1][1].append(by_state)
                 else:
@@ -217,7 +152,7 @@ class Machine:
         self.plans = plans
 
     def run(self, op: str, ctx: Context) -> Any:
-        """Run operation ``op`` with its arguments in ``ctx``; return its result or raise."""
+        """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise."""
         closure = ctx.closure
         lock: threading.Lock = closure._lock
         for locked, phases in self.plans[op]:
@@ -280,9 +215,11 @@ class Machine:
 
     @staticmethod
     def _reject(ctx: Context, compiled: CompiledRow) -> Rejection:
+        # _check_contexts: only handle operations reject, and only settle names its call id.
+        ctx = cast(HandleContext, ctx)
         closure = ctx.closure
         reason = compiled.reject
-        call_id = ctx.call_id if compiled.reject_call_id else None
+        call_id = cast(SettleContext, ctx).call_id if compiled.reject_call_id else None
         observed = compiled.observed(ctx) if compiled.observed is not None else None
         diagnostics = closure._diagnostics
         if len(diagnostics) < closure._limits.max_diagnostics:
@@ -290,12 +227,12 @@ class Machine:
         return Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
 
 
-def _state_name(closure: ToolCallClosure) -> str:
+def _state_name(closure: Instance) -> str:
     run = closure._run
     return run.state if run is not None else "none"
 
 
-def _compile_row(row: Row, sem: Any) -> CompiledRow:
+def _compile_row(row: Row) -> CompiledRow:
     result = row.result
     return CompiledRow(
         row=row,
@@ -310,6 +247,54 @@ def _compile_row(row: Row, sem: Any) -> CompiledRow:
         raise_code=result.name if result is not None and result.kind == "raise" else None,
         produce=sem.RESULTS[result.name] if result is not None and result.kind == "return" else None,
     )
+
+
+def _accepts(implementation: Callable[..., Any]) -> type[Context]:
+    """The context class an implementation declares for its one parameter."""
+    hints = typing.get_type_hints(implementation)
+    hints.pop("return", None)
+    declared = next(iter(hints.values()), None)
+    if not (isinstance(declared, type) and issubclass(declared, Context)):
+        name = getattr(implementation, "__name__", repr(implementation))
+        raise TableError(
+            f"invalid transition table: implementation {name!r} does not declare the context it reads",
+            code="table_invalid",
+        )
+    return declared
+
+
+def _check_contexts(table: Table) -> None:
+    """Every name a row uses must accept the context its operation runs with (see :mod:`.context`)."""
+    for row in table.transitions:
+        given = OPERATION_CONTEXTS.get(row.op)
+        if given is None:
+            raise TableError(
+                f"invalid transition table: operations.{row.op}: no context class for this operation",
+                code="table_invalid",
+            )
+        result = row.result
+        named: list[tuple[str, str, Callable[..., Any]]] = []
+        if row.guard is not None:
+            named.append(("guard", row.guard, sem.GUARDS[row.guard]))
+        named += [("effect", name, sem.EFFECTS[name]) for name in row.effects]
+        if row.to_by is not None:
+            named.append(("target rule", row.to_by, sem.TARGETS[row.to_by]))
+        if result is not None and result.kind == "return":
+            named.append(("result", result.name, sem.RESULTS[result.name]))
+        if result is not None and result.observed is not None:
+            named.append(("observed kind", result.observed, sem.OBSERVED[result.observed]))
+        needs = [(what, name, _accepts(impl)) for what, name, impl in named]
+        if result is not None and result.kind == "reject":
+            needs.append(("rejection", result.name, HandleContext))
+            if result.call_id == "argument":
+                needs.append(("rejection's call id", result.name, SettleContext))
+        for what, name, wanted in needs:
+            if not issubclass(given, wanted):
+                raise TableError(
+                    f"invalid transition table: transitions.{row.id}: {what} {name!r} reads a {wanted.__name__}, "
+                    f"but operation {row.op!r} runs with a {given.__name__}",
+                    code="table_invalid",
+                )
 
 
 def _check_bindings(

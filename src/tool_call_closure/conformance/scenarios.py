@@ -36,7 +36,7 @@ from typing import Any, Final, TypeVar
 
 from hypothesis import strategies as st
 
-from ._subject import Subject
+from tool_call_closure.conformance.subject import Subject
 
 __all__ = ["ScenarioBuilder"]
 

@@ -20,8 +20,9 @@ import json
 from collections.abc import Sequence
 from typing import Final
 
-from ._table import TABLE, table_path
-from ._vectors import Vector
+from tool_call_closure.conformance.vectors import Vector
+from tool_call_closure.machine.table import TABLE
+from tool_call_closure.spec_files import spec_path
 
 __all__ = ["UNREACHABLE", "coverage", "coverage_table"]
 
@@ -35,7 +36,7 @@ UNREACHABLE: Final = {
 
 
 def _spec_json(name: str) -> dict[str, object]:
-    return json.loads((table_path().parent / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    return json.loads(spec_path(name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
 def _required() -> dict[str, list[str]]:

@@ -3,8 +3,12 @@
 Theory of operation
 -------------------
 ``spec/machine.json`` says *when* each step happens; this module says *what*
-each named step does.  Each function takes the operation's
-:class:`~._machine.Context` and nothing else.  The registries at the bottom
+each named step does.  Each function takes the operation's context and
+nothing else, and its signature names the context class it reads
+(:mod:`.context`): ``handle_not_current`` reads a ``HandleContext``, so it may
+guard settle, close and seal, while ``call_unknown`` reads a
+``SettleContext``.  The interpreter checks those signatures against the
+table when it compiles it.  The registries at the bottom
 (``GUARDS``, ``EFFECTS``, ``RESULTS``, ``OBSERVED``, ``TARGETS``) are what the
 interpreter binds the table's names to; compiling a table that names
 something missing here, or leaves something here unnamed, fails.
@@ -31,22 +35,37 @@ exceptions from it propagate unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
-from ._absent import ABSENT
-from ._ecma import is_blank, json_stringify, to_js_string, truncate_utf8, utf8_length
-from ._errors import spec_error
-from ._values import COMPLETE, Accepted, BatchHandle, BeginResult, CallSnapshot, CloseReason, Settlement, Snapshot
-
-if TYPE_CHECKING:
-    from ._closure import ToolCallClosure
-    from ._machine import Context, Machine, Run
+from tool_call_closure.absent import ABSENT
+from tool_call_closure.ecma import is_blank, json_stringify, to_js_string, truncate_utf8, utf8_length
+from tool_call_closure.errors import spec_error
+from tool_call_closure.machine.context import (
+    BeginContext,
+    CloseContext,
+    Context,
+    ExportContext,
+    HandleContext,
+    Instance,
+    MachineView,
+    Run,
+    SettleContext,
+)
+from tool_call_closure.values import (
+    COMPLETE,
+    Accepted,
+    BatchHandle,
+    BeginResult,
+    CallSnapshot,
+    CloseReason,
+    Settlement,
+    Snapshot,
+)
 
 __all__ = [
     "EFFECTS",
     "GUARDS",
     "OBSERVED",
-    "RENDERERS",
     "RESULTS",
     "TARGETS",
     "TEXTS",
@@ -184,16 +203,16 @@ def _run(ctx: Context) -> Run:
     return run
 
 
-def handle_not_current(ctx: Context) -> bool:
+def handle_not_current(ctx: HandleContext) -> bool:
     run = ctx.closure._run
     return run is None or ctx.handle is not run.handle
 
 
-def call_unknown(ctx: Context) -> bool:
+def call_unknown(ctx: SettleContext) -> bool:
     return ctx.call_id not in _run(ctx).index
 
 
-def call_not_pending(ctx: Context) -> bool:
+def call_not_pending(ctx: SettleContext) -> bool:
     run = _run(ctx)
     return run.calls[run.index[ctx.call_id]].state != ctx.closure._machine.initial_call_state
 
@@ -202,26 +221,26 @@ def has_pending_calls(ctx: Context) -> bool:
     return _run(ctx).pending > 0
 
 
-def generation_changed(ctx: Context) -> bool:
+def generation_changed(ctx: BeginContext) -> bool:
     return ctx.closure._generation != ctx.start_generation
 
 
-def snapshot_foreign(ctx: Context) -> bool:
+def snapshot_foreign(ctx: ExportContext) -> bool:
     # Identity only: id() and `is` never run caller code, so a forged object is refused unread.
     candidate = ctx.snapshot_arg
     produced = ctx.closure._registry.get(id(candidate))
     return produced is None or produced is not candidate
 
 
-def snapshot_open(ctx: Context) -> bool:
-    snapshot: Snapshot = ctx.snapshot_arg
+def snapshot_open(ctx: ExportContext) -> bool:
+    snapshot = cast(Snapshot, ctx.snapshot_arg)  # asked after snapshot_foreign: one this instance produced
     return not snapshot.closed
 
 
 # --------------------------------------------------------------------------- prepare / normalize effects
 
 
-def validate_calls(ctx: Context) -> None:
+def validate_calls(ctx: BeginContext) -> None:
     calls = ctx.calls_arg
     limits = ctx.closure._limits
     # The base class's methods read a list/tuple subclass without running its overrides.
@@ -250,24 +269,24 @@ def validate_calls(ctx: Context) -> None:
     ctx.validated = validated
 
 
-def validate_call_id(ctx: Context) -> None:
+def validate_call_id(ctx: SettleContext) -> None:
     ctx.call_id = bounded_string(ctx.call_id, ctx.closure._limits.max_id_bytes, "callId")
 
 
-def read_handle_generation(ctx: Context) -> None:
+def read_handle_generation(ctx: HandleContext) -> None:
     handle = ctx.handle
     generation = handle.generation if type(handle) is BatchHandle else read_key(handle, "generation")
     ctx.reject_generation = safe_positive_int(generation)
 
 
-def read_status_preview(ctx: Context) -> None:
+def read_status_preview(ctx: SettleContext) -> None:
     status = ctx.fixed_status
     ctx.preview = status if status is not None else observed_status(read_key(ctx.outcome, "status"))
 
 
-def normalize_outcome(ctx: Context) -> None:
+def normalize_outcome(ctx: SettleContext) -> None:
     limits = ctx.closure._limits
-    texts = ctx.closure._machine.table.texts
+    texts = ctx.closure._machine.texts
     status = ctx.fixed_status
     if status is None:  # settle: read the outcome object
         outcome = ctx.outcome
@@ -303,9 +322,9 @@ def _default_message(texts: Mapping[str, str], status: str) -> str:
     return texts["settle_error_message"] if status == "error" else texts["cancel_message"]
 
 
-def normalize_close_reason(ctx: Context) -> None:
+def normalize_close_reason(ctx: CloseContext) -> None:
     limits = ctx.closure._limits
-    texts = ctx.closure._machine.table.texts
+    texts = ctx.closure._machine.texts
     reason = ctx.reason
     if _absent(reason):
         reason = {}  # deviation D1: None is the absent reason
@@ -330,7 +349,7 @@ def normalize_close_reason(ctx: Context) -> None:
     ctx.close_reason = CloseReason(status, code, message, side_effect_state)  # type: ignore[arg-type]
 
 
-def default_snapshot(ctx: Context) -> None:
+def default_snapshot(ctx: ExportContext) -> None:
     if _absent(ctx.snapshot_arg):
         # The original's default parameter: a snapshot operation of its own (it takes the lock itself).
         ctx.snapshot_arg = ctx.closure.snapshot()
@@ -339,7 +358,7 @@ def default_snapshot(ctx: Context) -> None:
 # --------------------------------------------------------------------------- commit effects (under the lock)
 
 
-def _close_calls(machine: Machine, run: Run, reason: CloseReason, event: str) -> None:
+def _close_calls(machine: MachineView, run: Run, reason: CloseReason, event: str) -> None:
     settlement = Settlement(
         reason.status,  # type: ignore[arg-type]
         "synthetic",
@@ -355,12 +374,12 @@ def _close_calls(machine: Machine, run: Run, reason: CloseReason, event: str) ->
     run.pending = sum(1 for call in calls if call.state == pending)
 
 
-def supersede(ctx: Context) -> None:
+def supersede(ctx: BeginContext) -> None:
     closure = ctx.closure
     machine = closure._machine
     run = _run(ctx)
     status = machine.effect_run_to["supersede"]
-    texts = machine.table.texts
+    texts = machine.texts
     reason = CloseReason(status, texts["superseded_code"], closure._superseded_message, "unknown")  # type: ignore[arg-type]
     _close_calls(machine, run, reason, machine.call_event("supersede", status))
     run.close_reason = reason
@@ -368,9 +387,7 @@ def supersede(ctx: Context) -> None:
     ctx.superseded = take_snapshot(closure)  # before the generation number changes (SUP-3)
 
 
-def start_generation(ctx: Context) -> None:
-    from ._machine import Run  # runtime import: _machine imports this module
-
+def start_generation(ctx: BeginContext) -> None:
     closure = ctx.closure
     closure._generation += 1
     generation = closure._generation
@@ -382,7 +399,7 @@ def start_generation(ctx: Context) -> None:
     closure._run = Run(generation, BatchHandle(generation), calls, index)
 
 
-def record_settlement(ctx: Context) -> None:
+def record_settlement(ctx: SettleContext) -> None:
     machine = ctx.closure._machine
     run = _run(ctx)
     settlement = ctx.settlement
@@ -396,14 +413,14 @@ def record_settlement(ctx: Context) -> None:
         run.pending -= 1
 
 
-def synthesize_pending(ctx: Context) -> None:
+def synthesize_pending(ctx: CloseContext) -> None:
     machine = ctx.closure._machine
     reason = ctx.close_reason
     assert reason is not None
     _close_calls(machine, _run(ctx), reason, machine.call_event("synthesize_pending", reason.status))
 
 
-def record_close_reason(ctx: Context) -> None:
+def record_close_reason(ctx: CloseContext) -> None:
     _run(ctx).close_reason = ctx.close_reason
 
 
@@ -411,56 +428,15 @@ def record_complete(ctx: Context) -> None:
     _run(ctx).close_reason = COMPLETE
 
 
-def render_payload(ctx: Context) -> None:
-    snapshot: Snapshot = ctx.snapshot_arg
-    ctx.payload = RENDERERS[ctx.closure._machine.export_format[ctx.method]](snapshot)
-
-
-# --------------------------------------------------------------------------- export formats
-
-
-def _content(settlement: Settlement) -> str:
-    """ADP-5: a success's stored text, or the JSON error object of a failure."""
-    if settlement.status == "success":
-        return settlement.content  # type: ignore[return-value]
-    error: dict[str, Any] = {"code": settlement.code, "message": settlement.message}
-    if settlement.provenance == "synthetic":
-        error["side_effect_state"] = settlement.side_effect_state
-    return json_stringify({"error": error})
-
-
-def render_openai_chat(snapshot: Snapshot) -> list[dict[str, Any]]:
-    return [
-        {"role": "tool", "tool_call_id": call.id, "content": _content(call.settlement)}
-        for call in snapshot.calls
-        if call.settlement is not None
-    ]
-
-
-def render_openai_responses(snapshot: Snapshot) -> list[dict[str, Any]]:
-    return [
-        {"type": "function_call_output", "call_id": call.id, "output": _content(call.settlement)}
-        for call in snapshot.calls
-        if call.settlement is not None
-    ]
-
-
-def render_anthropic(snapshot: Snapshot) -> list[dict[str, Any]]:
-    payload: list[dict[str, Any]] = []
-    for call in snapshot.calls:
-        if call.settlement is None:
-            continue
-        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id, "content": _content(call.settlement)}
-        if call.state != "success":
-            item["is_error"] = True
-        payload.append(item)
-    return payload
+def render_payload(ctx: ExportContext) -> None:
+    snapshot = cast(Snapshot, ctx.snapshot_arg)  # snapshot_foreign refused everything else
+    ctx.payload = ctx.renderer(snapshot)
 
 
 # --------------------------------------------------------------------------- results
 
 
-def take_snapshot(closure: ToolCallClosure) -> Snapshot:
+def take_snapshot(closure: Instance) -> Snapshot:
     run = closure._run
     assert run is not None
     snapshot = Snapshot(
@@ -474,12 +450,12 @@ def take_snapshot(closure: ToolCallClosure) -> Snapshot:
     return snapshot
 
 
-def _begin_result(ctx: Context) -> BeginResult:
+def _begin_result(ctx: BeginContext) -> BeginResult:
     run = _run(ctx)
     return BeginResult(run.generation, run.handle, ctx.superseded)
 
 
-def _accepted(ctx: Context) -> Accepted:
+def _accepted(ctx: SettleContext) -> Accepted:
     assert ctx.settlement is not None
     assert ctx.reject_generation is not None
     return Accepted(ctx.reject_generation, ctx.call_id, ctx.settlement)
@@ -497,13 +473,13 @@ def _generation(ctx: Context) -> int:
     return _run(ctx).generation
 
 
-def _payload(ctx: Context) -> list[dict[str, Any]]:
+def _payload(ctx: ExportContext) -> list[dict[str, Any]]:
     return ctx.payload
 
 
 # --------------------------------------------------------------------------- registries
 
-GUARDS: Final[Mapping[str, Callable[[Context], bool]]] = {
+GUARDS: Final[Mapping[str, Callable[[Any], bool]]] = {
     "handle_not_current": handle_not_current,
     "call_unknown": call_unknown,
     "call_not_pending": call_not_pending,
@@ -513,7 +489,7 @@ GUARDS: Final[Mapping[str, Callable[[Context], bool]]] = {
     "snapshot_open": snapshot_open,
 }
 
-EFFECTS: Final[Mapping[str, Callable[[Context], None]]] = {
+EFFECTS: Final[Mapping[str, Callable[[Any], None]]] = {
     "validate_calls": validate_calls,
     "validate_call_id": validate_call_id,
     "read_handle_generation": read_handle_generation,
@@ -530,7 +506,7 @@ EFFECTS: Final[Mapping[str, Callable[[Context], None]]] = {
     "render_payload": render_payload,
 }
 
-RESULTS: Final[Mapping[str, Callable[[Context], Any]]] = {
+RESULTS: Final[Mapping[str, Callable[[Any], Any]]] = {
     "begin_result": _begin_result,
     "accepted": _accepted,
     "snapshot": _snapshot,
@@ -539,10 +515,23 @@ RESULTS: Final[Mapping[str, Callable[[Context], Any]]] = {
     "payload": _payload,
 }
 
-OBSERVED: Final[Mapping[str, Callable[[Context], str | None]]] = {
-    "preview": lambda ctx: ctx.preview,
-    "normalized": lambda ctx: ctx.settlement.status if ctx.settlement is not None else None,
-    "none": lambda ctx: None,
+
+def _observed_preview(ctx: SettleContext) -> str | None:
+    return ctx.preview
+
+
+def _observed_normalized(ctx: SettleContext) -> str | None:
+    return ctx.settlement.status if ctx.settlement is not None else None
+
+
+def _observed_none(ctx: Context) -> None:
+    return None
+
+
+OBSERVED: Final[Mapping[str, Callable[[Any], str | None]]] = {
+    "preview": _observed_preview,
+    "normalized": _observed_normalized,
+    "none": _observed_none,
 }
 
 # The table's ``texts`` that the semantics (and ``_closure``) read: default messages and codes.
@@ -558,12 +547,12 @@ TEXTS: Final = frozenset(
     }
 )
 
-TARGETS: Final[Mapping[str, Callable[[Context], str]]] = {
-    "reason.status": lambda ctx: ctx.close_reason.status,  # type: ignore[union-attr]
-}
 
-RENDERERS: Final[Mapping[str, Callable[[Snapshot], list[dict[str, Any]]]]] = {
-    "openai_chat": render_openai_chat,
-    "openai_responses": render_openai_responses,
-    "anthropic": render_anthropic,
+def _target_reason_status(ctx: CloseContext) -> str:
+    assert ctx.close_reason is not None, "normalize_close_reason ran before the commit"
+    return ctx.close_reason.status
+
+
+TARGETS: Final[Mapping[str, Callable[[Any], str]]] = {
+    "reason.status": _target_reason_status,
 }

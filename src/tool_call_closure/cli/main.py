@@ -30,11 +30,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__
+from tool_call_closure import __version__
 
 if TYPE_CHECKING:
-    from ._conform import SubjectSpec
-    from ._machine import Machine
+    from tool_call_closure.conformance.conform import SubjectSpec
+    from tool_call_closure.machine.interpreter import Machine
 
 __all__ = ["main"]
 
@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "conform":
         return _conform(args)
     if command == "report":
-        from ._conform import ReportError, diff_reports
+        from tool_call_closure.conformance.conform import ReportError, diff_reports
 
         try:
             return diff_reports(args.a, args.b, sys.stdout)
@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "fuzz":
         return _fuzz(args)
     if command == "check":
-        from ._conform import check_trace
+        from tool_call_closure.conformance.conform import check_trace
 
         try:
             with args.trace.open(encoding="utf-8") as lines:
@@ -158,14 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "serve":
         return _serve(args.table)
     if command == "demo":
-        from ._demo import run_demo
+        from tool_call_closure.cli.demo import run_demo
 
         return run_demo(sys.stdout)
     return _table(args.path, args.diagram)
 
 
 def _subject_spec(args: argparse.Namespace) -> SubjectSpec:
-    from ._conform import SubjectSpec
+    from tool_call_closure.conformance.conform import SubjectSpec
 
     command = [part for part in args.subject if part != "--"] if args.subject else []
     if args.subject and args.subject[0] == "--":
@@ -174,8 +174,14 @@ def _subject_spec(args: argparse.Namespace) -> SubjectSpec:
 
 
 def _conform(args: argparse.Namespace) -> int:
-    from ._conform import progress_printer, run_conformance, select_vectors, summarize, write_report
-    from ._vectors import VectorError, load_vectors
+    from tool_call_closure.conformance.conform import (
+        progress_printer,
+        run_conformance,
+        select_vectors,
+        summarize,
+        write_report,
+    )
+    from tool_call_closure.conformance.vectors import VectorError, load_vectors
 
     try:
         vectors = select_vectors(load_vectors(args.vectors), args.tags, args.skip_tags)
@@ -192,7 +198,7 @@ def _conform(args: argparse.Namespace) -> int:
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    from ._fuzz import FuzzResult, fuzz
+    from tool_call_closure.conformance.fuzz import FuzzResult, fuzz
 
     def progress(result: FuzzResult) -> None:
         if sys.stderr.isatty():
@@ -231,12 +237,12 @@ def _fuzz(args: argparse.Namespace) -> int:
 
 
 def _vectors(args: argparse.Namespace) -> int:
-    from ._coverage import coverage_table
-    from ._vectors import VectorError, default_vectors_dir, drift, load_vectors, regenerate
+    from tool_call_closure.conformance.coverage import coverage_table
+    from tool_call_closure.conformance.vectors import VectorError, default_vectors_dir, drift, load_vectors, regenerate
 
     directory = args.dir if args.dir is not None else default_vectors_dir()
     if args.from_model and not args.check:
-        from ._modelgen import generate_model_vectors
+        from tool_call_closure.conformance.modelgen import generate_model_vectors
 
         written = generate_model_vectors(directory / "model")
         print(f"{len(written)} model vectors written to {directory / 'model'}")
@@ -261,8 +267,8 @@ def _vectors(args: argparse.Namespace) -> int:
 
 
 def _load_machine(path: Path | None) -> Machine:
-    from ._machine import MACHINE, Machine
-    from ._table import load_table
+    from tool_call_closure.machine.interpreter import MACHINE, Machine
+    from tool_call_closure.machine.table import load_table
 
     if path is None:
         return MACHINE
@@ -270,8 +276,8 @@ def _load_machine(path: Path | None) -> Machine:
 
 
 def _serve(table: Path | None) -> int:
-    from ._errors import TableError
-    from ._serve import serve
+    from tool_call_closure.conformance.serve import serve
+    from tool_call_closure.errors import TableError
 
     try:
         machine = _load_machine(table)
@@ -282,8 +288,8 @@ def _serve(table: Path | None) -> int:
 
 
 def _table(path: Path | None, diagram: bool) -> int:
-    from ._diagram import mermaid
-    from ._errors import TableError
+    from tool_call_closure.errors import TableError
+    from tool_call_closure.machine.diagram import mermaid
 
     try:
         machine = _load_machine(path)

@@ -8,7 +8,7 @@ row id); rejections and idempotent returns leave the state where it is.
 
 from __future__ import annotations
 
-from ._table import Table
+from tool_call_closure.machine.table import Table
 
 __all__ = ["mermaid"]
 

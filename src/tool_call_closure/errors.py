@@ -23,7 +23,10 @@ propagate unchanged, as in the original.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
+
+from tool_call_closure.spec_files import machine_document
 
 __all__ = [
     "LimitError",
@@ -83,7 +86,18 @@ def spec_error(code: str, /, **params: Any) -> ToolCallClosureError:
 
     The caller raises it: ``raise spec_error("calls_not_array")``.
     """
-    from ._table import TABLE  # deferred: the table module imports this one
+    kind, template = _TEMPLATES[code]
+    return _KIND_CLASSES[kind](template.format(**params), code=code)
 
-    entry = TABLE.errors[code]
-    return _KIND_CLASSES[entry.kind](entry.message.format(**params), code=code)
+
+def _templates() -> Mapping[str, tuple[str, str]]:
+    """code -> (kind, message template), from the ``errors`` of the shipped table.
+
+    Read from the table's document rather than from the loaded table so that
+    this module sits below the machine: the table loader imports it, not the
+    other way round.  The loader validates the same entries.
+    """
+    return {entry["code"]: (entry["kind"], entry["message"]) for entry in machine_document()["errors"]}
+
+
+_TEMPLATES: Final = _templates()

@@ -27,15 +27,15 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any, Final
 
-from . import __version__
-from ._absent import ABSENT
-from ._closure import ToolCallClosure, _closure_with_machine, to_json
-from ._ecma import to_js_string
-from ._errors import ToolCallClosureError
-from ._machine import MACHINE, Machine
-from ._semantics import is_object, read_key
-from ._table import TABLE
-from ._values import BatchHandle, BeginResult
+from tool_call_closure import __version__
+from tool_call_closure.absent import ABSENT
+from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
+from tool_call_closure.ecma import to_js_string
+from tool_call_closure.errors import ToolCallClosureError
+from tool_call_closure.machine.interpreter import MACHINE, Machine
+from tool_call_closure.machine.semantics import is_object, read_key
+from tool_call_closure.machine.table import TABLE
+from tool_call_closure.values import BatchHandle, BeginResult
 
 __all__ = ["PROTOCOL_VERSION", "Error", "Hook", "HookError", "Server", "parse_request_line", "serve"]
 

@@ -39,11 +39,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Final
 
-from . import __version__
-from ._compare import diff_responses
-from ._subject import DEFAULT_TIMEOUT, InProcessSubject, ProcessSubject, Subject, SubjectError
-from ._table import TABLE
-from ._vectors import Vector, spec_hash
+from tool_call_closure import __version__
+from tool_call_closure.conformance.compare import diff_responses
+from tool_call_closure.conformance.subject import (
+    DEFAULT_TIMEOUT,
+    InProcessSubject,
+    ProcessSubject,
+    Subject,
+    SubjectError,
+)
+from tool_call_closure.conformance.vectors import Vector, spec_hash
+from tool_call_closure.machine.table import TABLE
 
 __all__ = [
     "REPORT_FORMAT",

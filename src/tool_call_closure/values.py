@@ -37,6 +37,7 @@ __all__ = [
     "CallState",
     "CloseReason",
     "Diagnostic",
+    "Limits",
     "ObservedStatus",
     "Rejection",
     "RejectionReason",
@@ -275,3 +276,18 @@ class BeginResult:
 
     def __json__(self) -> dict[str, Any]:
         return {"generation": self.generation, "handle": self.handle, "superseded": self.superseded}
+
+
+@final
+@_sealed
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The validated limits of one instance (see the options table in ``spec/machine.json``)."""
+
+    max_calls: int
+    max_diagnostics: int
+    max_result_bytes: int
+    max_message_bytes: int
+    max_id_bytes: int
+    max_name_bytes: int
+    max_code_bytes: int

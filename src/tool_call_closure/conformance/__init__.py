@@ -1,0 +1,31 @@
+"""The conformance kit: the reference as a test oracle for other implementations.
+
+Theory of operation
+-------------------
+Authors of ports (and the JavaScript original, through ``node/adapter.cjs``)
+serve protocol v1 (``spec/protocol.md``) on stdin/stdout.  The kit drives such
+a *subject* and compares every answer with the reference's:
+
+==============  ==============================================================
+module          what it does
+==============  ==============================================================
+``serve``       the reference itself as a protocol v1 subject
+``subject``     subjects: in process, or a subprocess speaking the protocol
+``vectors``     load the vectors of ``spec/vectors/``; regenerate or check them
+``conform``     run vectors against a subject; summaries, reports, trace check
+``compare``     the comparison rules of protocol answers (error codes, kinds)
+``coverage``    which rows, reasons, errors and rules the vectors cover
+``modelgen``    the shortest witness vector of every table row
+``scenarios``   Hypothesis strategies of protocol scenarios (needs ``hypothesis``)
+``fuzz``        differential fuzzing of a subject against the reference
+``node/``       the protocol v1 adapter of the JavaScript original
+==============  ==============================================================
+
+The kit uses the library only through its public API and the compiled
+machine (a *seam*: ``serve`` may run the reference on another table); it never
+imports a provider module.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,49 @@
+"""The provider-neutral form of one announced tool call, as ingestion produces it and runners consume it.
+
+Theory of operation
+-------------------
+Every provider announces calls in its own shape (a Chat ``tool_calls`` entry,
+a Responses ``function_call`` item, an Anthropic ``tool_use`` block, a Gemini
+``function_call`` part, a Bedrock ``toolUse`` block).  Ingestion turns each
+into a :class:`ToolCall`: the provider's *pairing id* (the id the tool result
+must carry back), the tool name, and the arguments both as parsed JSON and as
+the raw text the model produced.
+
+A :class:`ToolCall` is itself a valid entry for
+:meth:`~tool_call_closure.ToolCallClosure.begin` (it has ``id`` and ``name``),
+so ``closure.begin(ingested.calls)`` announces exactly the calls that need a
+result.  A call that must not run — its arguments are not valid JSON, or the
+stream ended before it was complete — carries a ``problem``; runners answer it
+with an explicit error outcome and never execute it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, final
+
+__all__ = ["ToolCall"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One announced tool call, ready for ``begin`` and for a runner."""
+
+    id: str
+    """The provider's pairing id: what the tool result must carry (for OpenAI Responses, ``call_id``)."""
+    name: str
+    """The tool's name."""
+    arguments: Any
+    """The arguments parsed as JSON (usually a dict); ``None`` when ``problem`` is set."""
+    arguments_json: str
+    """The arguments exactly as the model produced them (JSON text; ``""`` when the provider sent none)."""
+    problem: str | None = None
+    """Why this call must not run (invalid JSON arguments, a truncated stream …); ``None`` for a runnable call."""
+    provider: str = ""
+    """The provider API it came from: ``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``, ``bedrock``."""
+
+    @property
+    def runnable(self) -> bool:
+        """True when the call may be executed (it has no ``problem``)."""
+        return self.problem is None

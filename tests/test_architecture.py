@@ -1,0 +1,144 @@
+"""The package's layout is its architecture: layers enforced by import-linter, no import cycle, rooms by role.
+
+The contracts live in ``pyproject.toml`` (``[tool.importlinter]``); the README's
+"Architecture" section draws them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "tool_call_closure"
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint_imports(src: Path) -> subprocess.CompletedProcess[str]:
+    """Run import-linter with the project's contracts over the package found in ``src``."""
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_layering_contracts_are_kept() -> None:
+    done = _lint_imports(ROOT / "src")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 kept, 0 broken" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "contract"),
+    [
+        ("machine/table.py", "import tool_call_closure.providers", "CLI > conformance kit"),
+        ("machine/context.py", "import tool_call_closure.machine.interpreter", "Inside the machine"),
+        ("providers/openai_chat.py", "import tool_call_closure.conformance.compare", "Providers never import"),
+        ("conformance/compare.py", "import tool_call_closure.providers.anthropic", "reaches providers only"),
+    ],
+)
+def test_a_planted_upward_import_breaks_a_contract(tmp_path: Path, module: str, planted: str, contract: str) -> None:
+    copy = tmp_path / "tool_call_closure"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / module
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{planted}  # planted\n", encoding="utf-8")
+    done = _lint_imports(tmp_path)
+    assert done.returncode != 0, done.stdout
+    broken = [line for line in done.stdout.splitlines() if line.endswith("BROKEN")]
+    assert any(contract in line for line in broken) or contract in done.stdout.split("Broken contracts")[-1], (
+        done.stdout
+    )
+
+
+def _cycles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), each as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in graph.find_modules_directly_imported_by(node) & modules:
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    return groups
+
+
+def test_the_import_graph_has_no_cycle_type_only_imports_included() -> None:
+    graph = grimp.build_graph("tool_call_closure", include_external_packages=False, exclude_type_checking_imports=False)
+    modules = set(graph.modules)
+    assert {"tool_call_closure.machine.interpreter", "tool_call_closure.providers.anthropic"} <= modules
+    assert _cycles(graph, modules) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = grimp.ImportGraph()
+    for name in ("a", "a.b", "a.c", "a.d"):
+        graph.add_module(name)
+    graph.add_import(importer="a.b", imported="a.c")
+    graph.add_import(importer="a.c", imported="a.b")
+    graph.add_import(importer="a.c", imported="a.d")
+    assert _cycles(graph, {"a", "a.b", "a.c", "a.d"}) == [["a.b", "a.c"]]
+
+
+@pytest.mark.parametrize(
+    ("package", "modules"),
+    [
+        ("tool_call_closure.machine", ["table", "context", "semantics", "interpreter", "diagram"]),
+        ("tool_call_closure.providers", ["openai_chat", "openai_responses", "anthropic", "result_text"]),
+        (
+            "tool_call_closure.conformance",
+            ["serve", "subject", "vectors", "conform", "compare", "coverage", "modelgen", "fuzz", "scenarios"],
+        ),
+        ("tool_call_closure.cli", ["main", "demo"]),
+    ],
+)
+def test_each_room_holds_its_modules(package: str, modules: list[str]) -> None:
+    importlib.import_module(package)
+    for name in modules:
+        assert importlib.import_module(f"{package}.{name}").__doc__, f"{package}.{name} has no theory of operation"
+
+
+def test_the_node_adapter_lives_in_the_kit() -> None:
+    assert (PACKAGE / "conformance" / "node" / "adapter.cjs").is_file()
+
+
+def test_every_export_format_of_the_table_is_rendered_by_one_provider_module() -> None:
+    from tool_call_closure.machine.table import TABLE
+    from tool_call_closure.providers import RENDERERS, anthropic, openai_chat, openai_responses
+
+    formats = {m["format"] for m in TABLE.operations["export"].methods}
+    assert set(RENDERERS) == formats
+    assert {m.FORMAT: m.render_tool_results for m in (openai_chat, openai_responses, anthropic)} == dict(RENDERERS)
