@@ -227,6 +227,14 @@ def test_JS_9_huge_int_message_converts_to_its_leading_digits() -> None:
     assert closure.cancel(handle, "a", huge).settlement.message == "7" + "0" * 4999  # type: ignore[union-attr]
 
 
+def test_JS_9_huge_int_after_a_comma_at_the_cut_keeps_its_leading_digit() -> None:
+    """Only the leading digits of a huge int are computed, and always at least one, at every cut point."""
+    huge = 7 * 10**6000 + 123
+    for limit in range(30):
+        value = ["ab", huge, "c"]
+        assert to_js_string_truncated(value, limit) == truncate_utf8(to_js_string(value), limit)
+
+
 # --------------------------------------------------------------------------- #
 # the join stack (JS-9): no exception can leave an array registered
 # --------------------------------------------------------------------------- #

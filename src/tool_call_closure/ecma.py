@@ -24,7 +24,9 @@ each one exactly, on Python values.  The port rests on these mapping rules:
   rules.  ``int`` is exact: its decimal digits, even beyond 2**53 (the
   protocol layer turns JSON integers too large for a double into floats, so
   JSON-fed values never get there).  An ``int`` too long for ``str()``
-  (CPython's ``int_max_str_digits``) is refused as not serializable.
+  (CPython's ``int_max_str_digits``) is refused as JSON content (as
+  ``JSON.stringify`` refuses a BigInt) but converts to all its digits in
+  ``String()`` (as a BigInt does), computed in pieces.
   ``bool`` is never a number in ``String()`` or JSON (``true``/``false``);
   :func:`number_to_string` given a bool answers like ``Number(true)`` (``"1"``).
 * **undefined/null.**  :data:`ABSENT` is ``undefined``; ``None`` is ``null``.
@@ -34,11 +36,20 @@ each one exactly, on Python values.  The port rests on these mapping rules:
   Caller code runs only where JS runs it too: ``__str__`` (``toString``),
   ``__json__`` (``toJSON``), ``Mapping.items()``, dataclass field reads and
   ``model_dump`` (getters).  Exceptions from caller code propagate unchanged.
+  Types are judged by ``type()`` (``issubclass(type(v), …)``), never by
+  ``isinstance``, which would consult a ``__class__`` property (caller code)
+  and believe the class it claims.
+* **Caller code that breaks Python's protocols is read, not trusted.**  A
+  ``__str__`` is called through the class (``type(v).__str__(v)``), so a
+  non-str result reaches us instead of ``str()``'s bare ``TypeError``: it is
+  converted in turn without consulting ``__str__`` again (deviation D19).  A
+  mapping whose ``items()`` returns a non-iterable is not serializable.
 * **Depth.**  V8 recurses, and throws ``RangeError: Maximum call stack size
   exceeded`` for arrays nested a few thousand levels deep.  Both recursive
   algorithms here (:func:`to_js_string`'s array join and
   :func:`json_stringify`) are iterative instead, with explicit stacks, so any
-  depth works and ``RecursionError`` cannot happen.  Only caller code that
+  depth works and ``RecursionError`` cannot happen (the fast path below is
+  recursive C, so it is taken only for shallow values).  Only caller code that
   manufactures an endless chain of *fresh* objects (e.g. a ``__json__`` that
   returns ``[NewObject()]`` every time) is not guaranteed to terminate; the
   original ends that case with the RangeError.
@@ -58,6 +69,20 @@ each one exactly, on Python values.  The port rests on these mapping rules:
   JS ``toISOString``); ``Enum`` members become their ``value``; anything else
   (``set``, ``bytes``, ``Decimal``, ``object()``, non-``str`` keys …) raises
   ``content_not_serializable`` with a note naming the type and its path.
+* **Budgets (deviation D18).**  The closure never needs more of a text than
+  its byte limit: content over ``max_result_bytes`` is refused, a message is
+  truncated to ``max_message_bytes``.  So :func:`json_stringify` takes the
+  limit as a budget and stops at the first piece of text past it, and
+  :func:`to_js_string_truncated` stops converting once ``max_bytes + 2``
+  characters are known (the exact argument is in its docstring).  Work and
+  memory are then proportional to the limit even for a shared structure that
+  expands to gigabytes.
+* **Plain data takes json's C encoder.**  When a cheap pre-walk proves the
+  value is plain data the C encoder writes exactly as ``JSON.stringify`` does
+  (exact containers met once each, shallow, safe ints, floats whose repr is
+  already ECMAScript's, keys that are not digit-led), :func:`json_stringify`
+  uses it; everything else takes the general walk.  Both paths give the same
+  text (tests compare them on generated values) and honour the budget.
 * **Speed.**  Ids and names are checked on every ``begin`` and content is
   serialized on every success, so the common cases take fast paths: ASCII
   text (``str.isascii`` is O(1)) and ``str.encode`` for byte counts, with the
@@ -73,7 +98,8 @@ each one exactly, on Python values.  The port rests on these mapping rules:
   non-cyclic references are fine.  ``String()``: V8 keeps one global stack of
   arrays being joined and contributes ``""`` for an array already on it, even
   across a nested ``String()`` call made by a ``toString``; so do we (one
-  stack per thread).
+  stack per thread; an exception at any point of a join leaves no array
+  registered on it).
 * **Containers are snapshotted when entered** (a list's items, a mapping's
   items, a dataclass's field values), so caller code that mutates a container
   being serialized cannot make the walk fail or run forever.
@@ -306,9 +332,9 @@ def _int_text(value: int, at_least: int | None) -> str:
     magnitude = -value if value < 0 else value
     if at_least is not None:
         known_digits = int((magnitude.bit_length() - 1) * _LOG10_2_LOW) + 1  # a lower bound
-        drop = known_digits - at_least
+        drop = known_digits - max(at_least, 1)
         if drop > 0:
-            magnitude //= 10**drop  # still has at least `at_least` digits: its leading ones
+            magnitude //= 10**drop  # still has at least `at_least` digits (and one): its leading ones
     return sign + _decimal_digits(magnitude)
 
 
