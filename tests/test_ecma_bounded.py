@@ -478,7 +478,7 @@ plain_trees = st.recursive(
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain_trees)
 def test_NORM_8_plain_data_takes_the_fast_path_with_the_same_text(value: Any) -> None:
-    assert ecma._is_plain_json(value, sys.maxsize, None)
+    assert ecma._is_plain_json(value, sys.maxsize)
     assert json_stringify(value) == _general(value)
 
 
@@ -498,14 +498,14 @@ def test_NORM_8_plain_data_takes_the_fast_path_with_the_same_text(value: Any) ->
     ],
 )
 def test_NORM_8_fast_path_refuses_values_it_would_write_differently(value: Any) -> None:
-    assert not ecma._is_plain_json(value, sys.maxsize, None)
+    assert not ecma._is_plain_json(value, sys.maxsize)
 
 
 def test_NORM_8_fast_path_refuses_deep_nesting() -> None:
     deep: Any = 1
     for _ in range(ecma._PLAIN_DEPTH + 1):
         deep = [deep]
-    assert not ecma._is_plain_json(deep, sys.maxsize, None)
+    assert not ecma._is_plain_json(deep, sys.maxsize)
     assert json_stringify(deep) == "[" * (ecma._PLAIN_DEPTH + 1) + "1" + "]" * (ecma._PLAIN_DEPTH + 1)
 
 
@@ -515,6 +515,6 @@ def test_NORM_8_fast_path_refuses_deep_nesting() -> None:
 def test_node_fast_path_matches_json_stringify(values: list[Any]) -> None:
     """A sample of plain data, all on the fast path, against Node's JSON.stringify."""
     assert NODE is not None
-    assert all(ecma._is_plain_json(value, sys.maxsize, None) for value in values)
+    assert all(ecma._is_plain_json(value, sys.maxsize) for value in values)
     expected = node_eval([("json", value) for value in values])
     assert [json_stringify(value) for value in values] == expected

@@ -673,62 +673,81 @@ def _plain_encoder() -> Callable[[object, int], Sequence[str]] | None:
 _encode_plain: Final = _plain_encoder()
 
 
-def _is_plain_json(value: object, budget: int, max_bytes: int | None) -> bool:
+def _is_plain_json(value: object, budget: int) -> bool:
     """Is ``value`` plain data the C encoder writes exactly as JSON.stringify does (see above)?
 
-    Counts, in output order, a lower bound of the bytes written so far; if it passes
-    ``budget``, raises ``content_too_large`` (only plain data precedes that point, so the
-    general walk would raise the same error there).
+    Each container is checked in one loop over its members, scalars inline (the common
+    content is one flat object).  A lower bound of the text's length is counted on the way;
+    past ``budget`` the answer is False, and the general walk, which raises at the exact
+    point, takes over — so the check itself is bounded by the budget too.
     """
+    cls = type(value)
+    if cls is not dict and cls is not list and cls is not tuple:
+        return _is_plain_scalar(value)
     size = 0
-    seen: set[int] = set()
-    stack: list[tuple[Iterator[Any], bool]] = []  # (member iterator, is an object)
-    cur: Any = value
+    container: Any = value
+    depth = 1
+    nested: list[Any] = []  # the containers among the members of the one being checked
+    seen: set[int] | None = None  # the containers met so far (made when the first nested one is)
+    pending: list[tuple[Any, int]] = []  # (container, its depth) still to check
     while True:
-        cls = type(cur)
-        if cls is str:
-            size += len(cur) + 2
-        elif cls is int:
-            if not -_PLAIN_INT_BOUND < cur < _PLAIN_INT_BOUND:
-                return False
-            size += 1
-        elif cls is bool or cur is None:
-            size += 4
-        elif cls is float:
-            r = _float_repr(cur)
-            if "e" in r or r[-2:] == ".0" or r[-1] > "9":  # exponent form, integral, or inf/nan
-                return False
-            size += len(r)
-        elif cls is dict or cls is list or cls is tuple:
-            oid = id(cur)
-            if oid in seen or len(stack) >= _PLAIN_DEPTH:
-                return False
-            seen.add(oid)
-            size += 2 if not cur else 1  # "{}" or "[]" when empty; else the opening bracket
-            if cur:
-                stack.append((iter(cur.items()), True) if cls is dict else (iter(cur), False))
-        else:
-            return False
-        if size > budget:
-            raise _too_large(cast(int, max_bytes))
-        # advance to the next member, in output order
-        while stack:
-            members, is_object = stack[-1]
-            for cur in members:
-                if is_object:
-                    key, cur = cur
-                    if type(key) is not str or "0" <= key < ":":  # not a str, or digit-led
-                        return False
-                    size += len(key) + 4  # quotes, colon, and the comma or closing bracket
+        if type(container) is dict:
+            size += 1 + 4 * len(container)  # braces; per member quotes, colon and a value of one char at least
+            for key, member in container.items():
+                if type(key) is not str or "0" <= key < ":":  # not a str, or digit-led
+                    return False
+                cls = type(member)
+                if cls is str:
+                    size += len(key) + len(member)
+                elif cls is bool or member is None or (cls is int and -_PLAIN_INT_BOUND < member < _PLAIN_INT_BOUND):
+                    size += len(key)
+                elif cls is dict or cls is list or cls is tuple:
+                    size += len(key)
+                    nested.append(member)
+                elif cls is float and _is_plain_scalar(member):
+                    size += len(key)
                 else:
-                    size += 1  # the comma or closing bracket
-                break
-            else:
-                stack.pop()
-                continue
-            break
+                    return False
         else:
+            size += 1 + 2 * len(container)  # brackets; per element a value of one char and a comma
+            for member in container:
+                cls = type(member)
+                if cls is str:
+                    size += len(member)
+                elif cls is bool or member is None or (cls is int and -_PLAIN_INT_BOUND < member < _PLAIN_INT_BOUND):
+                    pass
+                elif cls is dict or cls is list or cls is tuple:
+                    nested.append(member)
+                elif not (cls is float and _is_plain_scalar(member)):
+                    return False
+        if size > budget:
+            return False
+        if nested:
+            if depth >= _PLAIN_DEPTH:
+                return False
+            if seen is None:
+                seen = {id(value)}
+            for member in nested:
+                if id(member) in seen:  # shared or circular
+                    return False
+                seen.add(id(member))
+                pending.append((member, depth + 1))
+            nested.clear()
+        if not pending:
             return True
+        container, depth = pending.pop()
+
+
+def _is_plain_scalar(value: object) -> bool:
+    cls = type(value)
+    if cls is str or cls is bool or value is None:
+        return True
+    if cls is int:
+        return -_PLAIN_INT_BOUND < value < _PLAIN_INT_BOUND  # type: ignore[operator]
+    if cls is float:
+        r = _float_repr(cast(float, value))
+        return "e" not in r and r[-2:] != ".0" and r[-1] <= "9"  # not exponent form, integral, inf or nan
+    return False
 
 
 def json_stringify(value: object, max_bytes: int | None = None) -> str:
@@ -746,9 +765,14 @@ def json_stringify(value: object, max_bytes: int | None = None) -> str:
     not reached (deviation D18).
     """
     budget = _UNLIMITED if max_bytes is None else max_bytes
-    if _encode_plain is not None and _is_plain_json(value, budget, max_bytes):
-        text = _fix_surrogates("".join(_encode_plain(value, 0)))
-        if max_bytes is not None and (len(text) if text.isascii() else len(text.encode("utf-8"))) > max_bytes:
+    if _encode_plain is not None and _is_plain_json(value, budget):
+        text = "".join(_encode_plain(value, 0))
+        if text.isascii():
+            if len(text) > budget:
+                raise _too_large(cast(int, max_bytes))
+            return text
+        text = _fix_surrogates(text)
+        if max_bytes is not None and len(text.encode("utf-8")) > max_bytes:
             raise _too_large(max_bytes)
         return text
     return _json_walk(value, budget, max_bytes)
