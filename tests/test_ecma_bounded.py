@@ -369,6 +369,20 @@ def test_D3_fail_reads_the_text_of_an_exception_that_returns_a_non_str() -> None
     assert python_text(RuntimeError("a", 2)) == "('a', 2)"
 
 
+def test_JS_9_a_non_callable_str_is_no_text_of_its_own() -> None:
+    """``__str__ = None`` (str() would raise a bare TypeError): an object without a toString of its own."""
+
+    class NoStr:
+        __str__ = None
+
+    class NoStrError(Exception):
+        __str__ = None
+
+    assert to_js_string(NoStr()) == "[object Object]"
+    assert to_js_string(NoStrError("x")) == "NoStrError"
+    assert python_text(NoStrError("x")) == ""
+
+
 def test_caller_exceptions_from_str_still_propagate_unchanged() -> None:
     class Raises:
         def __str__(self) -> str:

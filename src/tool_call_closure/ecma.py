@@ -426,7 +426,9 @@ def _caller_text(value: object) -> str:
     argument tuple.
     """
     cls = type(value)
-    method = cls.__str__
+    method: Any = cls.__str__  # (Any: a class may set it to a non-callable)
+    if not callable(method):  # e.g. `__str__ = None`: no text of its own (str() would raise a bare TypeError)
+        return ""
     if method is BaseException.__str__:
         args = _EXCEPTION_ARGS.__get__(value, cls)  # the stored arguments, not a property a subclass defines
         if not args:
@@ -466,7 +468,7 @@ def _string_of(value: object, at_least: int | None) -> str:
         if not message:
             return name
         return f"{name}: {message}" if name else message
-    if cls.__str__ is object.__str__:
+    if cls.__str__ is object.__str__ or not callable(cls.__str__):
         # No toString of its own (a mapping, a dataclass, a plain object): Object.prototype.toString.
         # (object.__str__ would fall back to __repr__, whose text is not JavaScript's and may hold an address.)
         return "[object Object]"
