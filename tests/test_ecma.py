@@ -199,6 +199,7 @@ def test_public_surface() -> None:
         "json_stringify",
         "number_to_string",
         "python_text",
+        "python_text_truncated",
         "to_js_string",
         "to_js_string_truncated",
         "truncate_utf8",

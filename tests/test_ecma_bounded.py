@@ -396,6 +396,65 @@ def test_caller_exceptions_from_str_still_propagate_unchanged() -> None:
         closure.fail(handle, "a", ValueError(Raises()))
 
 
+def _reprs() -> list[Any]:
+    a: list[Any] = [1]
+    a.append(a)
+    d: dict[str, Any] = {}
+    d["self"] = d
+    t: tuple[list[Any]] = ([],)
+    t[0].append(t)
+    return [
+        [1, [2, (3,)], {"a": (1, 2), 5: None, (1, "x"): [True, 1.5, -0.0]}],
+        (),
+        (1,),
+        [],
+        {},
+        "it's",
+        ["\ud800", "é", 'q"'],
+        10**30,
+        a,
+        d,
+        t,
+    ]
+
+
+@pytest.mark.parametrize("value", _reprs())
+def test_D3_exception_text_of_containers_is_pythons_repr(value: Any) -> None:
+    """fail's error text is str(error); for a container argument that is Python's repr, written iteratively."""
+    for error in (ValueError(value), KeyError(value), RuntimeError(value, 2)):
+        assert python_text(error) == str(error)
+    assert python_text(value) == str(value)
+    for limit in range(0, 40, 3):
+        assert ecma.python_text_truncated(ValueError(value), limit) == truncate_utf8(str(ValueError(value)), limit)
+
+
+def test_D3_exception_text_of_deep_and_shared_arguments_is_bounded() -> None:
+    """ValueError(deep) made str() raise RecursionError; ValueError(shared pairs) expanded in full."""
+    deep: Any = 1
+    for _ in range(20_000):
+        deep = [deep]
+    closure = ToolCallClosure(max_message_bytes=20)
+    handle = closure.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]).handle
+    assert closure.fail(handle, "a", ValueError(deep)).settlement.message == "[" * 17 + "..."  # type: ignore[union-attr]
+    ReprLeaf.runs = 0
+    message = closure.fail(handle, "b", ValueError(shared_pairs(ReprLeaf(), 20))).settlement.message  # type: ignore[union-attr]
+    assert message == "[" * 17 + "..."
+    assert ReprLeaf.runs == 1  # of 2**20 leaves: only the first is reached before the kept prefix is known
+
+
+class ReprLeaf:
+    runs = 0
+
+    def __repr__(self) -> str:
+        ReprLeaf.runs += 1
+        return "leaf"
+
+
+def test_D3_huge_int_argument_converts_to_its_digits() -> None:
+    closure, handle = one_call(max_message_bytes=10)
+    assert closure.fail(handle, "a", ValueError(10**5000)).settlement.message == "1000000..."  # type: ignore[union-attr]
+
+
 class ItemsNotIterable(Mapping[str, int]):
     def __getitem__(self, key: str) -> int:
         return 1

@@ -43,7 +43,10 @@ each one exactly, on Python values.  The port rests on these mapping rules:
   ``__str__`` is called through the class (``type(v).__str__(v)``), so a
   non-str result reaches us instead of ``str()``'s bare ``TypeError``: it is
   converted in turn without consulting ``__str__`` again (deviation D19).  A
-  mapping whose ``items()`` returns a non-iterable is not serializable.
+  mapping whose ``items()`` returns a non-iterable is not serializable.  An
+  exception's Python text (``str(e)``, what ``fail`` stores) is read the same
+  way; where it is the repr of an exact list, tuple, dict or int argument,
+  :func:`_python_repr` writes it iteratively and only as far as needed.
 * **Depth.**  V8 recurses, and throws ``RangeError: Maximum call stack size
   exceeded`` for arrays nested a few thousand levels deep.  Both recursive
   algorithms here (:func:`to_js_string`'s array join and
@@ -125,6 +128,7 @@ __all__ = [
     "json_stringify",
     "number_to_string",
     "python_text",
+    "python_text_truncated",
     "to_js_string",
     "to_js_string_truncated",
     "truncate_utf8",
@@ -415,26 +419,109 @@ def _plain_text(result: object) -> str:
 # BaseException's own `args` descriptor (reading `value.args` could run a subclass's property).
 _EXCEPTION_ARGS: Final[Any] = BaseException.__dict__["args"]
 
+# Python's repr of a container being repr'd again inside itself (Py_ReprEnter).
+_RECURSIVE_REPR: Final[dict[type, str]] = {list: "[...]", tuple: "(...)", dict: "{...}"}
 
-def _caller_text(value: object) -> str:
+
+def _python_repr(value: object, at_least: int | None) -> str:
+    """``repr(value)`` as Python writes it, iteratively for exact lists, tuples and dicts.
+
+    ``str()`` of a container is its ``repr()``, which Python computes recursively (so a deep
+    one raises ``RecursionError``) and in full (so a shared one expands).  This writes the same
+    text with an explicit stack, stopping once ``at_least`` characters are written; a
+    container met again inside itself gives ``[...]``, ``(...)`` or ``{...}`` as in Python;
+    ints of any length give all their digits.  Other values use their class's ``__repr__``
+    (caller code; a non-str result is converted by :func:`_plain_text`).
+    """
+    out: list[str] = []
+    written = 0
+    wanted = -1 if at_least is None else at_least
+    on_path: set[int] = set()
+    # A frame: [iterator over the snapshot, "no element written yet", id, closer, is a dict].
+    frames: list[list[Any]] = []
+    cur: Any = value
+    while True:
+        cls = type(cur)
+        if cls is list or cls is tuple or cls is dict:
+            if id(cur) in on_path:
+                piece = _RECURSIVE_REPR[cls]
+            elif not cur:
+                piece = "[]" if cls is list else "()" if cls is tuple else "{}"
+            else:
+                closer = "]" if cls is list else "}" if cls is dict else ",)" if len(cur) == 1 else ")"
+                items = list.copy(cur) if cls is list else list(dict.items(cur)) if cls is dict else cur
+                frames.append([iter(items), True, id(cur), closer, cls is dict])
+                on_path.add(id(cur))
+                piece = "[" if cls is list else "(" if cls is tuple else "{"
+        elif cls is str:
+            piece = str.__repr__(cur)
+        elif cls is int:
+            piece = _int_text(cur, None if wanted < 0 else max(wanted - written, 1))
+        elif cls is float:
+            piece = _float_repr(cur)
+        elif cur is None or cls is bool:
+            piece = "None" if cur is None else "True" if cur else "False"
+        else:
+            method: Any = cls.__repr__
+            result = method(cur) if callable(method) else object.__repr__(cur)  # caller code
+            piece = result if type(result) is str else _plain_text(result)
+        out.append(piece)
+        written += len(piece)
+        if 0 <= wanted <= written:
+            return "".join(out)
+        # advance to the next element of the innermost container, closing finished ones
+        while frames:
+            frame = frames[-1]
+            member: Any = next(frame[0], _END)
+            if member is _END:
+                on_path.discard(frame[2])
+                frames.pop()
+                out.append(frame[3])
+                written += len(frame[3])
+                continue
+            separator = "" if frame[1] else ", "
+            frame[1] = False
+            if frame[4]:  # a dict member: its key's repr (keys are hashable, so never lists or dicts)
+                key, cur = member
+                separator += _python_repr(key, None) + ": "
+            else:
+                cur = member
+            out.append(separator)
+            written += len(separator)
+            break
+        else:
+            return "".join(out)
+
+
+_END: Final = object()
+
+
+def _caller_text(value: object, at_least: int | None = None) -> str:
     """``str(value)``, without the bare ``TypeError`` Python raises when ``__str__`` returns a non-str.
 
     The class's ``__str__`` is called directly (caller code: its exceptions propagate
     unchanged) and a non-str result is converted by :func:`_plain_text`.  An exception
     that keeps ``BaseException.__str__`` is read the same way: its text is that of its only
-    argument (or ``""`` without arguments); with several arguments, Python's text of the
-    argument tuple.
+    argument (or ``""`` without arguments); with several arguments, the repr of the argument
+    tuple; a ``KeyError`` with one argument, that argument's repr.  The text of an exact list,
+    tuple, dict or int — its repr — is written by :func:`_python_repr` (iterative, bounded by
+    ``at_least``).
     """
     cls = type(value)
+    if cls is list or cls is tuple or cls is dict or cls is int:
+        return _python_repr(value, at_least)
     method: Any = cls.__str__  # (Any: a class may set it to a non-callable)
     if not callable(method):  # e.g. `__str__ = None`: no text of its own (str() would raise a bare TypeError)
         return ""
-    if method is BaseException.__str__:
+    if method is BaseException.__str__ or method is KeyError.__str__:
         args = _EXCEPTION_ARGS.__get__(value, cls)  # the stored arguments, not a property a subclass defines
         if not args:
             return ""
-        if len(args) == 1:
-            return _caller_text(args[0])
+        if len(args) > 1:
+            return _python_repr(args, at_least)
+        if method is KeyError.__str__:
+            return _python_repr(args[0], at_least)
+        return _caller_text(args[0], at_least)
     result = method(value)
     return result if type(result) is str else _plain_text(result)
 
@@ -464,7 +551,7 @@ def _string_of(value: object, at_least: int | None) -> str:
         return _join(cast(list[Any], value), at_least)
     if issubclass(cls, BaseException):
         name = str.__str__(cls.__name__)  # a metaclass could make the name a str subclass
-        message = _caller_text(value)
+        message = _caller_text(value, at_least)
         if not message:
             return name
         return f"{name}: {message}" if name else message
@@ -472,7 +559,7 @@ def _string_of(value: object, at_least: int | None) -> str:
         # No toString of its own (a mapping, a dataclass, a plain object): Object.prototype.toString.
         # (object.__str__ would fall back to __repr__, whose text is not JavaScript's and may hold an address.)
         return "[object Object]"
-    return _caller_text(value)
+    return _caller_text(value, at_least)
 
 
 def to_js_string(value: object) -> str:
@@ -498,6 +585,18 @@ def python_text(value: object) -> str:
     if type(value) is str:
         return value
     return _caller_text(value)
+
+
+def python_text_truncated(value: object, max_bytes: int) -> str:
+    """``truncate_utf8(python_text(value), max_bytes)``, computing only the prefix truncation keeps.
+
+    The same prefix rule as :func:`to_js_string_truncated` (deviation D18).
+    """
+    wanted = max_bytes + 2
+    text = value if type(value) is str else _caller_text(value, wanted)
+    if len(text) > wanted:
+        text = text[:wanted]
+    return truncate_utf8(text, max_bytes)
 
 
 def to_js_string_truncated(value: object, max_bytes: int) -> str:

@@ -41,7 +41,7 @@ from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import (
     is_blank,
     json_stringify,
-    python_text,
+    python_text_truncated,
     to_js_string_truncated,
     truncate_utf8,
     utf8_length,
@@ -196,7 +196,7 @@ def message_text(value: object, default: str, limit: int) -> str:
 def error_message_text(error: object, default: str, limit: int) -> str:
     """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
     if issubclass(type(error), BaseException):  # by type(), not a __class__ the error claims (spec §3)
-        return truncate_utf8(python_text(error), limit)  # caller code; a str subclass it returns counts plain (D5)
+        return python_text_truncated(error, limit)  # caller code; a str subclass it returns counts plain (D5)
     return message_text(error, default, limit)
 
 
