@@ -31,7 +31,11 @@ CHAT: dict[str, Any] = {
                 "role": "assistant",
                 "content": "Let me look.",
                 "tool_calls": [
-                    {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}},
+                    {
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "weather", "arguments": '{"city":"Oslo"}'},
+                    },
                     {"id": "call_b", "type": "function", "function": {"name": "time", "arguments": '{"tz": '}},
                 ],
             },
@@ -50,9 +54,23 @@ RESPONSE: dict[str, Any] = {
     "tools": [],
     "output": [
         {"type": "reasoning", "id": "rs_1", "summary": []},
-        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather", "arguments": '{"city":"Oslo"}', "status": "completed"},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "weather",
+            "arguments": '{"city":"Oslo"}',
+            "status": "completed",
+        },
         {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "x"}},
-        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "time", "arguments": "", "status": "completed"},
+        {
+            "type": "function_call",
+            "id": "fc_2",
+            "call_id": "call_2",
+            "name": "time",
+            "arguments": "",
+            "status": "completed",
+        },
     ],
 }
 
@@ -112,7 +130,8 @@ def test_chat_pairs_on_id_and_reports_invalid_json(source: object) -> None:
     ]
     assert ingested.calls[0].arguments_json == '{"city":"Oslo"}'
     assert ingested.calls[1].arguments_json == '{"tz": '
-    assert ingested.calls[1].problem is not None and "not valid JSON" in ingested.calls[1].problem
+    assert ingested.calls[1].problem is not None
+    assert "not valid JSON" in ingested.calls[1].problem
     assert [c.id for c in ingested.runnable] == ["call_a"]
     assert [(s.index, s.type) for s in ingested.skipped] == [(-1, "content")]
     assert ingested.stop_reason == "tool_calls"
@@ -133,7 +152,8 @@ def test_chat_length_finish_marks_the_last_call() -> None:
         "tool_calls": CHAT["choices"][0]["message"]["tool_calls"][:1],
     }
     (call,) = openai_chat.ingest(cut).calls
-    assert call.problem is not None and "length" in call.problem
+    assert call.problem is not None
+    assert "length" in call.problem
     assert call.arguments is None
 
 
@@ -179,7 +199,8 @@ def test_anthropic_tool_use_blocks(source: object) -> None:
 
 def test_anthropic_max_tokens_inside_the_last_tool_use() -> None:
     ingested = anthropic.ingest({**MESSAGE, "stop_reason": "max_tokens"})
-    assert ingested.calls[0].problem is not None and "max_tokens" in ingested.calls[0].problem
+    assert ingested.calls[0].problem is not None
+    assert "max_tokens" in ingested.calls[0].problem
 
 
 @pytest.mark.parametrize("source", [GEMINI, genai.GenerateContentResponse.model_validate(GEMINI)], ids=["dict", "sdk"])
@@ -196,8 +217,10 @@ def test_gemini_calls_without_ids_get_positional_ids(source: object) -> None:
 
 
 def test_gemini_synthetic_ids_are_recognised_exactly() -> None:
-    assert gemini.is_synthetic_id("tcc_gemini_0") and gemini.is_synthetic_id("tcc_gemini_12")
-    assert not gemini.is_synthetic_id("tcc_gemini_01") and not gemini.is_synthetic_id("x_tcc_gemini_1")
+    assert gemini.is_synthetic_id("tcc_gemini_0")
+    assert gemini.is_synthetic_id("tcc_gemini_12")
+    assert not gemini.is_synthetic_id("tcc_gemini_01")
+    assert not gemini.is_synthetic_id("x_tcc_gemini_1")
 
 
 @pytest.mark.parametrize("source", [CONVERSE, CONVERSE["output"]["message"], CONVERSE["output"]["message"]["content"]])

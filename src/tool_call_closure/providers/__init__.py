@@ -17,7 +17,7 @@ module                    table format            payload item
 ``openai_chat``           ``openai_chat``         ``{"role": "tool", "tool_call_id", "content"}``
 ``openai_responses``      ``openai_responses``    ``{"type": "function_call_output", "call_id", "output"}``
 ``anthropic``             ``anthropic``           ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}``
-``gemini``                ``gemini``              ``{"function_response": {"id"?, "name", "response": {"output"|"error"}}}``
+``gemini``                ``gemini``              ``{"function_response": {"id"?, "name", "response"}}``
 ``bedrock``               ``bedrock``             ``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?}}``
 ========================  ======================  =====================================
 
