@@ -63,3 +63,27 @@ def test_the_sdk_calls_type_check_and_the_typos_do_not() -> None:
     status, errors = _mypy(*USAGE, REJECTED)
     assert status == 1
     assert errors == expected
+
+
+def _readme_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_every_python_block_of_the_readme_passes_mypy_strict(tmp_path: Path) -> None:
+    blocks = _readme_blocks()
+    assert blocks, "the README has a quick start"
+    files = []
+    for number, block in enumerate(blocks):
+        assert "cast(" not in block
+        assert "type: ignore" not in block
+        path = tmp_path / f"readme_block_{number}.py"
+        path.write_text(block, encoding="utf-8")
+        files.append(path)
+    status, errors = _mypy(*files)
+    assert errors == set()
+    assert status == 0
+
+
+def test_the_readme_quick_start_runs() -> None:
+    exec(compile(_readme_blocks()[0], "README quick start", "exec"), {})
