@@ -24,8 +24,8 @@ from openai.types.responses.response_input_item_param import FunctionCallOutput,
 from pydantic import TypeAdapter
 from typing_extensions import is_typeddict  # the SDKs build their TypedDicts with typing_extensions
 
-from tool_call_closure import Snapshot, ToolCall, ToolCallClosure
-from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+from tool_call_closure import Snapshot, ToolCallClosure
+from tool_call_closure.providers import ToolCall, anthropic, bedrock, gemini, openai_chat, openai_responses
 
 CALLS = (
     ToolCall("call_ok", "weather", {"city": "Oslo"}, '{"city":"Oslo"}'),
