@@ -89,7 +89,7 @@ def test_the_readme_quick_start_runs() -> None:
     exec(compile(_readme_blocks()[0], "README quick start", "exec"), {})
 
 
-WITHOUT_SDKS = '''
+WITHOUT_SDKS = """
 from tool_call_closure import Snapshot, ToolCallClosure
 from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
 
@@ -105,13 +105,24 @@ messages = anthropic.next_messages(ingested.calls, closure.to_anthropic_tool_res
 parts = closure.to_gemini_function_responses(snapshot)
 converse = bedrock.next_messages(ingested.calls, closure.to_bedrock_tool_results(snapshot))
 print(len(chat), len(responses), len(messages), len(parts), len(converse))
-'''
+"""
 
-SDK_MODULES = ("openai", "anthropic", "google", "google.genai", "boto3", "botocore", "mypy_boto3_bedrock_runtime", "pydantic")
+SDK_MODULES = (
+    "openai",
+    "anthropic",
+    "google",
+    "google.genai",
+    "boto3",
+    "botocore",
+    "mypy_boto3_bedrock_runtime",
+    "pydantic",
+)
 
 
 def test_without_the_sdks_nothing_breaks_at_run_time(tmp_path: Path) -> None:
-    blocker = "import sys\nfor name in " + repr(SDK_MODULES) + ":\n    sys.modules[name] = None  # importing it raises\n"
+    blocker = (
+        "import sys\nfor name in " + repr(SDK_MODULES) + ":\n    sys.modules[name] = None  # importing it raises\n"
+    )
     script = tmp_path / "without_sdks.py"
     script.write_text(blocker + WITHOUT_SDKS, encoding="utf-8")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
