@@ -247,3 +247,11 @@ def test_a_value_that_is_no_turn_is_refused_with_the_package_error(ingest: Any) 
 
     with pytest.raises(UsageError, match="expected a list of provider items, got str"):
         ingest({"choices": "x", "output": "x", "content": "x", "candidates": "x"})
+
+
+def test_chat_other_choices_are_reported_not_dropped() -> None:
+    two = {**CHAT, "choices": [CHAT["choices"][0], {**CHAT["choices"][0], "index": 1}]}
+    ingested = openai_chat.ingest(ChatCompletion.model_validate(two))
+    assert [c.id for c in ingested.calls] == ["call_a", "call_b"]
+    assert [(s.index, s.type) for s in ingested.skipped] == [(-1, "content"), (1, "choice")]
+    assert openai_chat.ingest(ChatCompletion.model_validate(two).choices[1]).calls == ingested.calls
