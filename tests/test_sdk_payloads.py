@@ -19,10 +19,11 @@ import pytest
 from anthropic.types import MessageParam, ToolResultBlockParam
 from botocore.validate import validate_parameters
 from google.genai import types as genai
+from mypy_boto3_bedrock_runtime.type_defs import MessageTypeDef
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolMessageParam
 from openai.types.responses.response_input_item_param import FunctionCallOutput, ResponseInputItemParam
-from pydantic import TypeAdapter
-from typing_extensions import is_typeddict  # the SDKs build their TypedDicts with typing_extensions
+from pydantic import ConfigDict, TypeAdapter
+from typing_extensions import TypedDict, is_typeddict  # the SDKs build their TypedDicts with typing_extensions
 
 from tool_call_closure import Snapshot, ToolCallClosure
 from tool_call_closure.providers import ToolCall, anthropic, bedrock, gemini, openai_chat, openai_responses
@@ -108,9 +109,22 @@ def test_gemini_payloads(exported: tuple[ToolCallClosure, Snapshot]) -> None:
         genai.Part.model_validate({"function_response": {"name": "x", "response": {}, "bogus": 1}})
 
 
+class _BedrockMessage(TypedDict):
+    """A wrapper that lets pydantic build a schema for the stubs' TypedDicts (they name IO types for blobs)."""
+
+    __pydantic_config__ = ConfigDict(arbitrary_types_allowed=True)  # type: ignore[misc]
+    message: MessageTypeDef
+
+
 def test_bedrock_payloads_pass_botocore_validation(exported: tuple[ToolCallClosure, Snapshot]) -> None:
     closure, snapshot = exported
     results = closure.to_bedrock_tool_results(snapshot)
+    adapter = TypeAdapter(_BedrockMessage)
+    for message in bedrock.next_messages(CALLS, results):
+        adapter.validate_python({"message": message}, strict=True)
+    bad = {"role": "user", "content": [{"toolResult": {"toolUseId": "a", "content": [], "status": "failed"}}]}
+    with pytest.raises(ValueError, match="status"):
+        adapter.validate_python({"message": bad}, strict=True)
     assert [item["toolResult"].get("status") for item in results] == [None, "error", "error", "error"]
     assert all(item["toolResult"]["content"] for item in results)
     shape = botocore.session.get_session().get_service_model("bedrock-runtime").operation_model("Converse").input_shape
