@@ -307,3 +307,20 @@ def test_gemini_stream_of_sdk_chunks_with_finish_reason() -> None:
     completed = [c for chunk in chunks for c in stream.add(genai.GenerateContentResponse.model_validate(chunk))]
     assert [(c.id, c.name, c.arguments) for c in completed] == [("g1", "a", {}), ("tcc_gemini_1", "b", {})]
     assert stream.finish().stop_reason == "STOP"
+
+
+def test_chat_fragment_without_any_id_is_reported_not_announced() -> None:
+    from tool_call_closure import ToolCallClosure
+
+    chunks = [
+        _chunk(_fragment(0, args="{}")),
+        _chunk(_fragment(1, "call_b", "time", "{}")),
+        _chunk(finish="tool_calls"),
+    ]
+    stream = openai_chat.ChatStream()
+    for chunk in chunks:
+        stream.add(chunk)
+    ingested = stream.finish()
+    assert [c.id for c in ingested.calls] == ["call_b"]
+    assert [(s.index, s.type) for s in ingested.skipped] == [(0, "call_without_id")]
+    assert ToolCallClosure().begin(ingested.calls).generation == 1

@@ -89,7 +89,7 @@ def ingest(value: object) -> Ingested:
             calls.append(_call(block, "the message stopped on max_tokens inside this call" if cut else None))
         else:
             skipped.append(SkippedItem(index, kind, _skip_reason(kind)))
-    return Ingested(tuple(calls), tuple(skipped), stop)
+    return Ingested.of(calls, skipped, stop)
 
 
 @dataclass(slots=True)
@@ -169,7 +169,7 @@ class AnthropicStream:
             else ToolCall(partial.id, partial.name, None, "".join(partial.json), cause, PROVIDER)
             for partial in self._order
         ]
-        return Ingested(tuple(calls), tuple(self._skipped), self._stop)
+        return Ingested.of(calls, self._skipped, self._stop)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -96,7 +96,7 @@ def ingest(value: object) -> Ingested:
         elif stop == "max_tokens" and index == len(content) - 1:
             problem = "the response stopped on max_tokens inside this call"
         calls.append(_call(tool_use, problem))
-    return Ingested(tuple(calls), tuple(skipped), stop)
+    return Ingested.of(calls, skipped, stop)
 
 
 @dataclass(slots=True)
@@ -167,7 +167,7 @@ class BedrockStream:
             else ToolCall(partial.id, partial.name, None, "".join(partial.input), cause, PROVIDER)
             for partial in self._order
         ]
-        return Ingested(tuple(calls), tuple(self._skipped), self._stop)
+        return Ingested.of(calls, self._skipped, self._stop)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ silently.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, final
 
@@ -80,6 +81,25 @@ class Ingested:
     """Every item that needs no result."""
     stop_reason: str | None = None
     """The provider's stop reason, as it sent it (``None`` when it sent none, e.g. a cut stream)."""
+
+    @classmethod
+    def of(cls, calls: Iterable[ToolCall], skipped: Iterable[SkippedItem], stop_reason: str | None) -> Ingested:
+        """The ingested turn; a call that came without an id is moved to ``skipped``.
+
+        Without an id there is nothing a result could be paired with (the
+        provider issued no call to answer), and ``begin`` would refuse it.
+        Its ``index`` is its position among the calls.
+        """
+        paired: list[ToolCall] = []
+        unpaired: list[SkippedItem] = []
+        for position, call in enumerate(calls):
+            if call.id:
+                paired.append(call)
+            else:
+                unpaired.append(
+                    SkippedItem(position, "call_without_id", f"the provider sent a call to {call.name!r} without an id")
+                )
+        return cls(tuple(paired), (*skipped, *unpaired), stop_reason)
 
     @property
     def runnable(self) -> tuple[ToolCall, ...]:

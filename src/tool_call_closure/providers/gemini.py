@@ -138,7 +138,7 @@ def ingest(value: object) -> Ingested:
         else:
             kind, reason = _skip_reason(part)
             skipped.append(SkippedItem(index, kind, reason))
-    return Ingested(tuple(calls), tuple(skipped), finish)
+    return Ingested.of(calls, skipped, finish)
 
 
 class GeminiStream:
@@ -171,7 +171,7 @@ class GeminiStream:
 
     def finish(self) -> Ingested:
         """Every call of the stream, in order."""
-        return Ingested(tuple(self._calls), tuple(self._skipped), self._finish)
+        return Ingested.of(self._calls, self._skipped, self._finish)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -117,7 +117,7 @@ def ingest(value: object) -> Ingested:
     calls = [_function_call(entry, None) for entry in entries]
     if calls and finish == "length" and calls[-1].problem is None:
         calls[-1] = _with_problem(calls[-1], TRUNCATED.format(reason=finish))
-    return Ingested(tuple(calls), tuple(skipped), finish)
+    return Ingested.of(calls, skipped, finish)
 
 
 def _with_problem(call: ToolCall, problem: str) -> ToolCall:
@@ -170,7 +170,7 @@ class ChatStream:
             position = len(self._calls) - 1
             if index is not None:
                 self._at_index[index] = position
-        elif position is None:  # a continuation of nothing: keep it, as a call without an id
+        elif position is None:  # a continuation of nothing: kept without an id, then reported as skipped
             self._calls.append(_Partial(""))
             position = len(self._calls) - 1
             if index is not None:
@@ -194,10 +194,8 @@ class ChatStream:
                 problem, arguments = CUT, None
             elif last and self._finish == "length":
                 problem, arguments = TRUNCATED.format(reason="length"), None
-            elif not partial.id:
-                problem, arguments = "the stream sent this call without an id", None
             calls.append(ToolCall(partial.id, partial.name, arguments, text, problem, PROVIDER))
-        return Ingested(tuple(calls), tuple(self._skipped), self._finish)
+        return Ingested.of(calls, self._skipped, self._finish)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -97,7 +97,7 @@ def ingest(value: object) -> Ingested:
             calls.append(_call(item))
         else:
             skipped.append(SkippedItem(index, kind, _skip_reason(kind)))
-    return Ingested(tuple(calls), tuple(skipped), stop)
+    return Ingested.of(calls, skipped, stop)
 
 
 @dataclass(slots=True)
@@ -170,7 +170,7 @@ class ResponsesStream:
             else ToolCall(partial.call_id, partial.name, None, "".join(partial.arguments), cause, PROVIDER)
             for partial in self._order
         ]
-        return Ingested(tuple(calls), tuple(self._skipped), self._stop)
+        return Ingested.of(calls, self._skipped, self._stop)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
