@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import json_stringify, truncate_utf8
 from tool_call_closure.errors import TableError, spec_error
+from tool_call_closure.inputs import CallInput, CloseReasonInput, Outcome
 from tool_call_closure.machine.context import (
     BeginContext,
     CloseContext,
@@ -45,7 +46,14 @@ from tool_call_closure.machine.context import (
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.providers import RENDERERS
-from tool_call_closure.values import BeginResult, Diagnostic, Limits, Rejection, SettlementResult, Snapshot
+from tool_call_closure.providers.sdk_types import (
+    AnthropicToolResultBlockParam,
+    BedrockContentBlock,
+    ChatCompletionToolMessageParam,
+    GeminiPart,
+    ResponsesFunctionCallOutput,
+)
+from tool_call_closure.values import BatchHandle, BeginResult, Diagnostic, Limits, Rejection, SettlementResult, Snapshot
 
 __all__ = ["ToolCallClosure", "create_tool_call_closure", "to_json"]
 
@@ -73,7 +81,8 @@ class ToolCallClosure:
     or cancellation; ``seal`` closes a generation whose calls all reported.
     Results for an older generation, a look-alike handle or an already settled
     call are *rejected*, never applied.  Closed snapshots export to OpenAI
-    Chat Completions, OpenAI Responses and Anthropic Messages payloads.
+    Chat Completions, OpenAI Responses, Anthropic Messages, Gemini and Bedrock
+    Converse payloads, typed as each SDK's own parameter type.
 
     Limits are keyword-only; ``None`` means the default.  Every limit must be
     an ``int`` in 1..2**53-1.
@@ -150,7 +159,7 @@ class ToolCallClosure:
         result: int | None = self._machine.run("active_generation", ReadContext(self, "active_generation"))
         return result
 
-    def begin(self, calls: Any) -> BeginResult:
+    def begin(self, calls: Sequence[CallInput]) -> BeginResult:
         """Announce a new generation of calls (a list or tuple of ``{"id", "name"}`` mappings).
 
         An open generation is closed first, its pending calls cancelled with
@@ -161,7 +170,7 @@ class ToolCallClosure:
         result: BeginResult = self._machine.run("begin", BeginContext(self, "begin", calls))
         return result
 
-    def settle(self, handle: Any, call_id: Any, outcome: Any) -> SettlementResult:
+    def settle(self, handle: BatchHandle, call_id: str, outcome: Outcome) -> SettlementResult:
         """Record the terminal outcome of ``call_id``: ``{"status": "success", "content": …}`` or
         ``{"status": "error" | "cancelled", "code"?: str, "message"?: …}``.
 
@@ -175,7 +184,7 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def succeed(self, handle: Any, call_id: Any, content: Any = ABSENT) -> SettlementResult:
+    def succeed(self, handle: BatchHandle, call_id: str, content: Any = ABSENT) -> SettlementResult:
         """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
         ctx = SettleContext(self, "succeed", handle, call_id)
         ctx.fixed_status = "success"
@@ -183,7 +192,9 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def fail(self, handle: Any, call_id: Any, error: Any = ABSENT, code: Any = None) -> SettlementResult:
+    def fail(
+        self, handle: BatchHandle, call_id: str, error: BaseException | object = ABSENT, code: str | None = None
+    ) -> SettlementResult:
         """``settle`` with status error; an exception contributes its text, never its traceback."""
         ctx = SettleContext(self, "fail", handle, call_id)
         ctx.fixed_status = "error"
@@ -194,7 +205,9 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def cancel(self, handle: Any, call_id: Any, message: Any = None, code: Any = None) -> SettlementResult:
+    def cancel(
+        self, handle: BatchHandle, call_id: str, message: object = None, code: str | None = None
+    ) -> SettlementResult:
         """``settle`` with status cancelled."""
         ctx = SettleContext(self, "cancel", handle, call_id)
         ctx.fixed_status = "cancelled"
@@ -204,7 +217,7 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def close(self, handle: Any, reason: Any = None) -> Snapshot | Rejection:
+    def close(self, handle: BatchHandle, reason: CloseReasonInput | None = None) -> Snapshot | Rejection:
         """Close the current generation: every pending call gets a synthetic outcome.
 
         ``reason`` is ``{"status": "error" | "cancelled", "code"?, "message"?,
@@ -215,7 +228,7 @@ class ToolCallClosure:
         result: Snapshot | Rejection = self._machine.run("close", CloseContext(self, "close", handle, reason))
         return result
 
-    def seal(self, handle: Any) -> Snapshot | Rejection:
+    def seal(self, handle: BatchHandle) -> Snapshot | Rejection:
         """Close a generation whose calls were all reported (``pending_calls`` rejection otherwise)."""
         result: Snapshot | Rejection = self._machine.run("seal", SealContext(self, "seal", handle))
         return result
@@ -225,19 +238,43 @@ class ToolCallClosure:
         result: Snapshot | None = self._machine.run("snapshot", ReadContext(self, "snapshot"))
         return result
 
-    def to_openai_chat_completions(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    # Exports.  A snapshot argument typed ``Snapshot | Rejection | None`` lets ``close()``'s result be passed
+    # as is: a Rejection is not a snapshot this instance produced, so it is refused (snapshot_foreign).
+
+    def to_openai_chat_completions(
+        self, snapshot: Snapshot | Rejection | None = None
+    ) -> list[ChatCompletionToolMessageParam]:
         """``[{"role": "tool", "tool_call_id", "content"}]`` for a closed snapshot (default: a fresh one)."""
-        return self._export("to_openai_chat_completions", snapshot)
+        payload: list[ChatCompletionToolMessageParam] = self._export("to_openai_chat_completions", snapshot)
+        return payload
 
-    def to_openai_responses(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    def to_openai_responses(self, snapshot: Snapshot | Rejection | None = None) -> list[ResponsesFunctionCallOutput]:
         """``[{"type": "function_call_output", "call_id", "output"}]`` for a closed snapshot."""
-        return self._export("to_openai_responses", snapshot)
+        payload: list[ResponsesFunctionCallOutput] = self._export("to_openai_responses", snapshot)
+        return payload
 
-    def to_anthropic_tool_results(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    def to_anthropic_tool_results(
+        self, snapshot: Snapshot | Rejection | None = None
+    ) -> list[AnthropicToolResultBlockParam]:
         """``[{"type": "tool_result", "tool_use_id", "content", "is_error"?}]`` for a closed snapshot."""
-        return self._export("to_anthropic_tool_results", snapshot)
+        payload: list[AnthropicToolResultBlockParam] = self._export("to_anthropic_tool_results", snapshot)
+        return payload
 
-    def _export(self, method: str, snapshot: Any) -> list[dict[str, Any]]:
+    def to_gemini_function_responses(self, snapshot: Snapshot | Rejection | None = None) -> list[GeminiPart]:
+        """``[{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}]`` for a closed snapshot.
+
+        Send them all in one ``Content(role="user")``; a call Gemini sent
+        without an id is answered without one (see :mod:`.providers.gemini`).
+        """
+        payload: list[GeminiPart] = self._export("to_gemini_function_responses", snapshot)
+        return payload
+
+    def to_bedrock_tool_results(self, snapshot: Snapshot | Rejection | None = None) -> list[BedrockContentBlock]:
+        """``[{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}]`` for a closed snapshot."""
+        payload: list[BedrockContentBlock] = self._export("to_bedrock_tool_results", snapshot)
+        return payload
+
+    def _export(self, method: str, snapshot: Any) -> Any:
         ctx = ExportContext(self, method, snapshot, self._exporters[method])
         result: list[dict[str, Any]] = self._machine.run("export", ctx)
         return result

@@ -15,14 +15,22 @@ so ``closure.begin(ingested.calls)`` announces exactly the calls that need a
 result.  A call that must not run — its arguments are not valid JSON, or the
 stream ended before it was complete — carries a ``problem``; runners answer it
 with an explicit error outcome and never execute it.
+
+What ingestion returns is an :class:`Ingested`: the calls, in the order the
+model announced them, and every item it *skipped* (text, reasoning, thinking,
+server-side tools) with the reason, so nothing the model sent is dropped
+silently.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, final
 
-__all__ = ["ToolCall"]
+from tool_call_closure.errors import UsageError
+
+__all__ = ["Ingested", "ProviderRuleError", "SkippedItem", "ToolCall"]
 
 
 @final
@@ -47,3 +55,74 @@ class ToolCall:
     def runnable(self) -> bool:
         """True when the call may be executed (it has no ``problem``)."""
         return self.problem is None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SkippedItem:
+    """An item of the model's turn that is not a tool call needing a result, and why it was skipped."""
+
+    index: int
+    """Its position in the list ingestion read (output items, content blocks, parts)."""
+    type: str
+    """The item's own type name (``"text"``, ``"reasoning"``, ``"thinking"``, ``"web_search_call"`` …)."""
+    reason: str
+    """Why no result is owed for it."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """The calls of one model turn, ready for ``closure.begin(ingested.calls)``, and what was skipped."""
+
+    calls: tuple[ToolCall, ...]
+    """Every call that needs a result, in announcement order (runnable or not)."""
+    skipped: tuple[SkippedItem, ...] = ()
+    """Every item that needs no result."""
+    stop_reason: str | None = None
+    """The provider's stop reason, as it sent it (``None`` when it sent none, e.g. a cut stream)."""
+
+    @classmethod
+    def of(cls, calls: Iterable[ToolCall], skipped: Iterable[SkippedItem], stop_reason: str | None) -> Ingested:
+        """The ingested turn; a call that came without an id is moved to ``skipped``.
+
+        Without an id there is nothing a result could be paired with (the
+        provider issued no call to answer), and ``begin`` would refuse it.
+        Its ``index`` is its position among the calls.
+        """
+        paired: list[ToolCall] = []
+        unpaired: list[SkippedItem] = []
+        for position, call in enumerate(calls):
+            if call.id:
+                paired.append(call)
+            else:
+                unpaired.append(
+                    SkippedItem(position, "call_without_id", f"the provider sent a call to {call.name!r} without an id")
+                )
+        return cls(tuple(paired), (*skipped, *unpaired), stop_reason)
+
+    @property
+    def runnable(self) -> tuple[ToolCall, ...]:
+        """The calls that may be executed."""
+        return tuple(call for call in self.calls if call.problem is None)
+
+    @property
+    def problems(self) -> tuple[ToolCall, ...]:
+        """The calls that must be answered with an error and never executed."""
+        return tuple(call for call in self.calls if call.problem is not None)
+
+
+class ProviderRuleError(UsageError):
+    """A message list breaks a provider's pairing rules; the message is the provider's own error text.
+
+    Raised by each provider module's preflight check (``check_messages`` /
+    ``check_input`` / ``check_contents``) before a request is sent, so the
+    mistake is found here rather than as an HTTP 400 one round trip later.
+    ``provider`` names the provider API; ``index`` is the position in the
+    list of the message the rule is about.
+    """
+
+    def __init__(self, message: str, *, provider: str, index: int) -> None:
+        super().__init__(message, code="provider_rule")
+        self.provider = provider
+        self.index = index
