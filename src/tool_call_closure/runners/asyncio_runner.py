@@ -191,10 +191,15 @@ def _expire(batch: RunningBatch, index: int, task: asyncio.Task[Any], seconds: f
 
 
 async def _stop(tasks: list[asyncio.Task[None]], grace: float) -> list[asyncio.Task[None]]:
-    """Cancel the tool tasks still running, wait up to ``grace`` seconds, return those that did not finish."""
+    """Cancel the tool tasks still running, wait up to ``grace`` seconds, return those that did not finish.
+
+    A task is cancelled at most once: one that timed out was cancelled by its
+    timer, and what it still delivers in the grace is reported late.
+    """
     running = [task for task in tasks if not task.done()]
     for task in running:
-        task.cancel()
+        if task.cancelling() == 0:  # each tool is asked to stop once: a timed-out one already was
+            task.cancel()
     if running:
         await asyncio.wait(running, timeout=grace)
     left = [task for task in running if not task.done()]
