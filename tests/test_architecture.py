@@ -118,7 +118,10 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     ("package", "modules"),
     [
         ("tool_call_closure.machine", ["table", "context", "semantics", "interpreter", "diagram"]),
-        ("tool_call_closure.providers", ["openai_chat", "openai_responses", "anthropic", "result_text"]),
+        (
+            "tool_call_closure.providers",
+            ["openai_chat", "openai_responses", "anthropic", "gemini", "bedrock", "calls", "reading", "result_text"],
+        ),
         (
             "tool_call_closure.conformance",
             ["serve", "subject", "vectors", "conform", "compare", "coverage", "modelgen", "fuzz", "scenarios"],
@@ -139,8 +142,9 @@ def test_the_node_adapter_lives_in_the_kit() -> None:
 
 def test_every_export_format_of_the_table_is_rendered_by_one_provider_module() -> None:
     from tool_call_closure.machine.table import TABLE
-    from tool_call_closure.providers import RENDERERS, anthropic, openai_chat, openai_responses
+    from tool_call_closure.providers import RENDERERS, anthropic, bedrock, gemini, openai_chat, openai_responses
 
     formats = {m["format"] for m in TABLE.operations["export"].methods}
     assert set(RENDERERS) == formats
-    assert {m.FORMAT: m.render_tool_results for m in (openai_chat, openai_responses, anthropic)} == dict(RENDERERS)
+    modules = (openai_chat, openai_responses, anthropic, gemini, bedrock)
+    assert {m.FORMAT: m.render_tool_results for m in modules} == dict(RENDERERS)

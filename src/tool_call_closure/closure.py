@@ -45,6 +45,13 @@ from tool_call_closure.machine.context import (
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.providers import RENDERERS
+from tool_call_closure.providers.sdk_types import (
+    AnthropicToolResultBlockParam,
+    BedrockContentBlock,
+    ChatCompletionToolMessageParam,
+    GeminiPart,
+    ResponsesFunctionCallOutput,
+)
 from tool_call_closure.values import BeginResult, Diagnostic, Limits, Rejection, SettlementResult, Snapshot
 
 __all__ = ["ToolCallClosure", "create_tool_call_closure", "to_json"]
@@ -73,7 +80,8 @@ class ToolCallClosure:
     or cancellation; ``seal`` closes a generation whose calls all reported.
     Results for an older generation, a look-alike handle or an already settled
     call are *rejected*, never applied.  Closed snapshots export to OpenAI
-    Chat Completions, OpenAI Responses and Anthropic Messages payloads.
+    Chat Completions, OpenAI Responses, Anthropic Messages, Gemini and Bedrock
+    Converse payloads, typed as each SDK's own parameter type.
 
     Limits are keyword-only; ``None`` means the default.  Every limit must be
     an ``int`` in 1..2**53-1.
@@ -225,19 +233,43 @@ class ToolCallClosure:
         result: Snapshot | None = self._machine.run("snapshot", ReadContext(self, "snapshot"))
         return result
 
-    def to_openai_chat_completions(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    # Exports.  A snapshot argument typed ``Snapshot | Rejection | None`` lets ``close()``'s result be passed
+    # as is: a Rejection is not a snapshot this instance produced, so it is refused (snapshot_foreign).
+
+    def to_openai_chat_completions(
+        self, snapshot: Snapshot | Rejection | None = None
+    ) -> list[ChatCompletionToolMessageParam]:
         """``[{"role": "tool", "tool_call_id", "content"}]`` for a closed snapshot (default: a fresh one)."""
-        return self._export("to_openai_chat_completions", snapshot)
+        payload: list[ChatCompletionToolMessageParam] = self._export("to_openai_chat_completions", snapshot)
+        return payload
 
-    def to_openai_responses(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    def to_openai_responses(self, snapshot: Snapshot | Rejection | None = None) -> list[ResponsesFunctionCallOutput]:
         """``[{"type": "function_call_output", "call_id", "output"}]`` for a closed snapshot."""
-        return self._export("to_openai_responses", snapshot)
+        payload: list[ResponsesFunctionCallOutput] = self._export("to_openai_responses", snapshot)
+        return payload
 
-    def to_anthropic_tool_results(self, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    def to_anthropic_tool_results(
+        self, snapshot: Snapshot | Rejection | None = None
+    ) -> list[AnthropicToolResultBlockParam]:
         """``[{"type": "tool_result", "tool_use_id", "content", "is_error"?}]`` for a closed snapshot."""
-        return self._export("to_anthropic_tool_results", snapshot)
+        payload: list[AnthropicToolResultBlockParam] = self._export("to_anthropic_tool_results", snapshot)
+        return payload
 
-    def _export(self, method: str, snapshot: Any) -> list[dict[str, Any]]:
+    def to_gemini_function_responses(self, snapshot: Snapshot | Rejection | None = None) -> list[GeminiPart]:
+        """``[{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}]`` for a closed snapshot.
+
+        Send them all in one ``Content(role="user")``; a call Gemini sent
+        without an id is answered without one (see :mod:`.providers.gemini`).
+        """
+        payload: list[GeminiPart] = self._export("to_gemini_function_responses", snapshot)
+        return payload
+
+    def to_bedrock_tool_results(self, snapshot: Snapshot | Rejection | None = None) -> list[BedrockContentBlock]:
+        """``[{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}]`` for a closed snapshot."""
+        payload: list[BedrockContentBlock] = self._export("to_bedrock_tool_results", snapshot)
+        return payload
+
+    def _export(self, method: str, snapshot: Any) -> Any:
         ctx = ExportContext(self, method, snapshot, self._exporters[method])
         result: list[dict[str, Any]] = self._machine.run("export", ctx)
         return result

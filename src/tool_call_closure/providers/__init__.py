@@ -5,7 +5,9 @@ Theory of operation
 The state machine knows export *formats* only as names in the table
 (``operations.export.methods[].format`` in ``spec/machine.json``).  Each module
 here is one provider API and holds what is specific to it: the shape of its
-tool-result payload (the renderer of its format).  The public class binds each
+tool-result payload (the renderer of its format), the *ingestion* of the
+calls the model announced (SDK objects or plain dicts, duck-typed: no SDK is
+imported at run time) and its streaming accumulator.  The public class binds each
 format the table names to the renderer here (:data:`RENDERERS`), so the machine
 never imports a provider and a provider never imports the machine.
 
@@ -15,7 +17,14 @@ module                    table format            payload item
 ``openai_chat``           ``openai_chat``         ``{"role": "tool", "tool_call_id", "content"}``
 ``openai_responses``      ``openai_responses``    ``{"type": "function_call_output", "call_id", "output"}``
 ``anthropic``             ``anthropic``           ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}``
+``gemini``                ``gemini``              ``{"function_response": {"id"?, "name", "response"}}``
+``bedrock``               ``bedrock``             ``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?}}``
 ========================  ======================  =====================================
+
+Every provider module has the same public shape: ``ingest(value) -> Ingested``
+(:mod:`.calls`), a stream accumulator class with ``add(chunk_or_event)`` and
+``finish()``, and ``render_tool_results(snapshot)``.  :mod:`.reading` holds
+the one duck-typing rule and the one JSON-arguments rule they share.
 
 The text every format carries for a call is the same (ADP-5,
 :func:`.result_text.result_text`).
@@ -26,14 +35,27 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from tool_call_closure.providers import anthropic, openai_chat, openai_responses
+from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
 from tool_call_closure.values import Snapshot
 
-__all__ = ["RENDERERS", "anthropic", "openai_chat", "openai_responses"]
+__all__ = [
+    "RENDERERS",
+    "Ingested",
+    "SkippedItem",
+    "ToolCall",
+    "anthropic",
+    "bedrock",
+    "gemini",
+    "openai_chat",
+    "openai_responses",
+]
 
 RENDERERS: Final[Mapping[str, Callable[[Snapshot], list[dict[str, Any]]]]] = {
     openai_chat.FORMAT: openai_chat.render_tool_results,
     openai_responses.FORMAT: openai_responses.render_tool_results,
     anthropic.FORMAT: anthropic.render_tool_results,
+    gemini.FORMAT: gemini.render_tool_results,
+    bedrock.FORMAT: bedrock.render_tool_results,
 }
 """Table export format -> renderer of a closed snapshot."""

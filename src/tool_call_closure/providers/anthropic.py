@@ -1,16 +1,162 @@
-"""Anthropic Messages: one ``tool_result`` content block per call, ``is_error`` on every failure."""
+"""Anthropic Messages: ingestion of ``tool_use`` blocks and stream events, one ``tool_result`` block per call.
+
+Theory of operation
+-------------------
+*Ingestion* (:func:`ingest`) reads a ``Message`` or its ``content`` list, SDK
+objects or dicts, and pairs on each ``tool_use`` block's ``id``.  Its
+``input`` is already parsed; :attr:`.ToolCall.arguments_json` is its JSON
+text.  Text, thinking and server-side tool blocks (``server_tool_use``,
+``web_search_tool_result`` …) are skipped with their reason.  When the message
+stopped on ``max_tokens`` and its last block is a ``tool_use``, that call was
+cut and carries a ``problem``.
+
+*Streaming* (:class:`AnthropicStream`): ``content_block_start`` carries the
+id and name with ``input: {}``; the ``input_json_delta`` fragments are joined
+and parsed at ``content_block_stop`` (an empty text is ``{}``), which
+completes the call.  A block never stopped (a cut stream) or whose JSON does
+not parse (``max_tokens`` cut it) carries a ``problem``.
+
+*Export* (:func:`render_tool_results`): ``{"type": "tool_result",
+"tool_use_id", "content", "is_error"?}`` per decided call, ``is_error: true``
+on every failure.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Final
 
+from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.reading import arguments_text, field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
 from tool_call_closure.values import Snapshot
 
-__all__ = ["FORMAT", "render_tool_results"]
+__all__ = ["FORMAT", "PROVIDER", "AnthropicStream", "ingest", "render_tool_results"]
 
 FORMAT: Final = "anthropic"
 """The export format this module renders (``spec/machine.json``)."""
+PROVIDER: Final = "anthropic"
+"""The ``provider`` of the calls this module ingests."""
+
+
+def _skip_reason(kind: str) -> str:
+    if kind in ("text", "thinking", "redacted_thinking"):
+        return f"a {kind} block is not a tool call"
+    return f"a {kind} block is run by the provider and needs no tool_result from the caller"
+
+
+def _call(block: object, problem: str | None = None) -> ToolCall:
+    arguments = field(block, "input")
+    text, invalid = arguments_text(arguments)
+    problem = problem or invalid
+    return ToolCall(
+        field(block, "id") or "",
+        field(block, "name") or "",
+        None if problem else ({} if arguments is None else arguments),
+        text,
+        problem,
+        PROVIDER,
+    )
+
+
+def ingest(value: object) -> Ingested:
+    """The ``tool_use`` blocks of a ``Message`` or of its ``content`` list."""
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        content, stop = list(value), None
+    else:
+        content, stop = items(field(value, "content")), field(value, "stop_reason")
+    calls: list[ToolCall] = []
+    skipped: list[SkippedItem] = []
+    for index, block in enumerate(content):
+        kind = field(block, "type") or ""
+        if kind == "tool_use":
+            cut = stop == "max_tokens" and index == len(content) - 1
+            calls.append(_call(block, "the message stopped on max_tokens inside this call" if cut else None))
+        else:
+            skipped.append(SkippedItem(index, kind, _skip_reason(kind)))
+    return Ingested(tuple(calls), tuple(skipped), stop)
+
+
+@dataclass(slots=True)
+class _Partial:
+    id: str
+    name: str
+    start_input: Any
+    json: list[str] = dataclass_field(default_factory=list)
+    done: ToolCall | None = None
+
+
+class AnthropicStream:
+    """Accumulates Messages stream events (SDK objects or dicts) into calls.
+
+    ``add(event)`` returns the call a ``content_block_stop`` completed;
+    ``finish()`` returns every call, incomplete ones with a ``problem``.
+    """
+
+    __slots__ = ("_blocks", "_order", "_skipped", "_stop")
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _Partial] = {}  # content block index -> its tool_use
+        self._order: list[_Partial] = []
+        self._skipped: list[SkippedItem] = []
+        self._stop: str | None = None
+
+    def add(self, event: object) -> tuple[ToolCall, ...]:
+        """Take one event; returns the call it completed, if any."""
+        kind = field(event, "type")
+        index = field(event, "index")
+        partial: _Partial | None
+        if kind == "content_block_start":
+            block = field(event, "content_block")
+            block_kind = field(block, "type") or ""
+            if block_kind == "tool_use":
+                partial = _Partial(field(block, "id") or "", field(block, "name") or "", field(block, "input"))
+                self._blocks[index] = partial
+                self._order.append(partial)
+            else:
+                self._skipped.append(SkippedItem(index or 0, block_kind, _skip_reason(block_kind)))
+        elif kind == "content_block_delta":
+            delta = field(event, "delta")
+            partial = self._blocks.get(index)
+            if partial is not None and field(delta, "type") == "input_json_delta":
+                partial.json.append(field(delta, "partial_json") or "")
+        elif kind == "content_block_stop":
+            partial = self._blocks.get(index)
+            if partial is not None and partial.done is None:
+                partial.done = self._complete(partial)
+                return (partial.done,)
+        elif kind == "message_delta":
+            self._stop = field(field(event, "delta"), "stop_reason") or self._stop
+        elif kind == "message_start":
+            self._stop = field(field(event, "message"), "stop_reason") or self._stop
+        return ()
+
+    @staticmethod
+    def _complete(partial: _Partial) -> ToolCall:
+        text = "".join(partial.json)
+        if text.strip() == "" and partial.start_input:  # no deltas: the start block's input is the input
+            text, problem = arguments_text(partial.start_input)
+            arguments = None if problem else partial.start_input
+        else:
+            arguments, problem = parse_arguments(text)
+        return ToolCall(partial.id, partial.name, arguments, text, problem, PROVIDER)
+
+    def finish(self) -> Ingested:
+        """Every call of the stream, in order; a block never stopped carries a ``problem``."""
+        cause = (
+            "the stream ended before this call was complete"
+            if self._stop is None
+            else f"the message stopped ({self._stop}) before this call was complete"
+        )
+        calls = [
+            partial.done
+            if partial.done is not None
+            else ToolCall(partial.id, partial.name, None, "".join(partial.json), cause, PROVIDER)
+            for partial in self._order
+        ]
+        return Ingested(tuple(calls), tuple(self._skipped), self._stop)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -15,6 +15,11 @@ so ``closure.begin(ingested.calls)`` announces exactly the calls that need a
 result.  A call that must not run — its arguments are not valid JSON, or the
 stream ended before it was complete — carries a ``problem``; runners answer it
 with an explicit error outcome and never execute it.
+
+What ingestion returns is an :class:`Ingested`: the calls, in the order the
+model announced them, and every item it *skipped* (text, reasoning, thinking,
+server-side tools) with the reason, so nothing the model sent is dropped
+silently.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, final
 
-__all__ = ["ToolCall"]
+__all__ = ["Ingested", "SkippedItem", "ToolCall"]
 
 
 @final
@@ -47,3 +52,39 @@ class ToolCall:
     def runnable(self) -> bool:
         """True when the call may be executed (it has no ``problem``)."""
         return self.problem is None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SkippedItem:
+    """An item of the model's turn that is not a tool call needing a result, and why it was skipped."""
+
+    index: int
+    """Its position in the list ingestion read (output items, content blocks, parts)."""
+    type: str
+    """The item's own type name (``"text"``, ``"reasoning"``, ``"thinking"``, ``"web_search_call"`` …)."""
+    reason: str
+    """Why no result is owed for it."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """The calls of one model turn, ready for ``closure.begin(ingested.calls)``, and what was skipped."""
+
+    calls: tuple[ToolCall, ...]
+    """Every call that needs a result, in announcement order (runnable or not)."""
+    skipped: tuple[SkippedItem, ...] = ()
+    """Every item that needs no result."""
+    stop_reason: str | None = None
+    """The provider's stop reason, as it sent it (``None`` when it sent none, e.g. a cut stream)."""
+
+    @property
+    def runnable(self) -> tuple[ToolCall, ...]:
+        """The calls that may be executed."""
+        return tuple(call for call in self.calls if call.problem is None)
+
+    @property
+    def problems(self) -> tuple[ToolCall, ...]:
+        """The calls that must be answered with an error and never executed."""
+        return tuple(call for call in self.calls if call.problem is not None)

@@ -1,16 +1,184 @@
-"""OpenAI Chat Completions: one ``role: "tool"`` message per call."""
+"""OpenAI Chat Completions: ingestion of ``tool_calls``, streamed deltas, and one ``role: "tool"`` message per call.
+
+Theory of operation
+-------------------
+*Ingestion* (:func:`ingest`) reads a ``ChatCompletion``, one of its choices, its
+``message``, or the ``tool_calls`` list — SDK objects or plain dicts — and
+pairs on each call's ``id``.  Function-tool arguments are JSON text; custom-tool
+input is free text and is carried as is.
+
+*Streaming* (:class:`ChatStream`) groups ``ChoiceDeltaToolCall`` fragments into
+calls.  The documented rule is "group by ``index``; ``id`` and ``name`` arrive
+in the first fragment".  Real streams break it in three known ways, and one
+rule handles all of them: **a fragment that carries an ``id`` different from
+the id of the call currently at its index starts a new call**; a fragment
+without an ``id`` continues the call at its index, and a fragment without an
+index continues the most recent call.
+
+* duplicate indexes in the first chunk (two calls, both at index 0) — each has
+  its own id, so each starts its own call;
+* every parallel call at index 0 — likewise;
+* no index at all (Gemini's OpenAI-compatible endpoint) — each call arrives
+  with its id, so it starts a new call; id-less fragments continue the last one.
+
+A call whose arguments are not valid JSON at the end of the stream, and the
+last call when the stream stopped on ``finish_reason: "length"`` or never
+sent a ``finish_reason`` (a cut stream), carry a ``problem``: they are
+announced and answered with an error, never executed.
+
+*Export* (:func:`render_tool_results`): ``{"role": "tool", "tool_call_id", "content"}``
+per decided call; the public method types it as the SDK's
+``ChatCompletionToolMessageParam`` (:mod:`.sdk_types`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Final
 
+from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.reading import field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
 from tool_call_closure.values import Snapshot
 
-__all__ = ["FORMAT", "render_tool_results"]
+__all__ = ["FORMAT", "PROVIDER", "ChatStream", "ingest", "render_tool_results"]
 
 FORMAT: Final = "openai_chat"
 """The export format this module renders (``spec/machine.json``)."""
+PROVIDER: Final = "openai_chat"
+"""The ``provider`` of the calls this module ingests."""
+
+TRUNCATED: Final = "the model's output was cut before this call was complete (finish_reason {reason!r})"
+CUT: Final = "the stream ended before this call was complete (no finish_reason)"
+
+
+def _message_of(value: object) -> tuple[object, str | None]:
+    """(the assistant message, finish_reason) of a completion, a choice or a message."""
+    choices = field(value, "choices")
+    if choices is not None:
+        listed = items(choices)
+        if not listed:
+            return None, None
+        value = listed[0]  # n > 1: ingest each choice on its own
+    if field(value, "message") is not None:
+        return field(value, "message"), field(value, "finish_reason")
+    return value, None
+
+
+def _function_call(entry: object, reason: str | None) -> ToolCall:
+    kind = field(entry, "type") or "function"
+    call_id = field(entry, "id") or ""
+    if kind == "custom":  # a custom tool takes free text, not JSON
+        custom = field(entry, "custom")
+        text = field(custom, "input") or ""
+        return ToolCall(call_id, field(custom, "name") or "", text, text, None, PROVIDER)
+    function = field(entry, "function")
+    text = field(function, "arguments") or ""
+    arguments, problem = parse_arguments(text)
+    return ToolCall(call_id, field(function, "name") or "", arguments, text, problem or reason, PROVIDER)
+
+
+def ingest(value: object) -> Ingested:
+    """The calls of a ``ChatCompletion`` (its first choice), a choice, an assistant message or a ``tool_calls`` list.
+
+    The message's text and refusal are reported as skipped items with index ``-1``.
+    """
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        entries, message, finish = list(value), None, None
+    else:
+        message, finish = _message_of(value)
+        entries = items(field(message, "tool_calls"))
+    skipped = [
+        SkippedItem(-1, kind, f"the message's {kind} is not a tool call")
+        for kind in ("content", "refusal")
+        if field(message, kind)
+    ]
+    calls = [_function_call(entry, None) for entry in entries]
+    if calls and finish == "length" and calls[-1].problem is None:
+        calls[-1] = _with_problem(calls[-1], TRUNCATED.format(reason=finish))
+    return Ingested(tuple(calls), tuple(skipped), finish)
+
+
+def _with_problem(call: ToolCall, problem: str) -> ToolCall:
+    return ToolCall(call.id, call.name, None, call.arguments_json, problem, call.provider)
+
+
+@dataclass(slots=True)
+class _Partial:
+    id: str
+    name: str = ""
+    arguments: list[str] = dataclass_field(default_factory=list)
+
+
+class ChatStream:
+    """Accumulates ``ChatCompletionChunk`` deltas (SDK objects or dicts) of one choice into calls.
+
+    ``add(chunk)`` for every chunk, then ``finish()``.  Chat streams mark no
+    end of a single call, so every call is complete only at ``finish()``.
+    """
+
+    __slots__ = ("_at_index", "_calls", "_choice", "_finish", "_skipped")
+
+    def __init__(self, choice: int = 0) -> None:
+        self._choice = choice
+        self._calls: list[_Partial] = []
+        self._at_index: dict[int, int] = {}  # delta index -> position in _calls of the call now at that index
+        self._finish: str | None = None
+        self._skipped: list[SkippedItem] = []
+
+    def add(self, chunk: object) -> tuple[ToolCall, ...]:
+        """Take one chunk; returns the calls it completed (always none for Chat: see ``finish``)."""
+        for choice in items(field(chunk, "choices")):
+            if (field(choice, "index") or 0) != self._choice:
+                continue
+            delta = field(choice, "delta")
+            if field(delta, "content") and not self._skipped:
+                self._skipped.append(SkippedItem(-1, "content", "the message's content is not a tool call"))
+            for fragment in items(field(delta, "tool_calls")):
+                self._fragment(fragment)
+            if field(choice, "finish_reason") is not None:
+                self._finish = field(choice, "finish_reason")
+        return ()
+
+    def _fragment(self, fragment: object) -> None:
+        index = field(fragment, "index")
+        call_id = field(fragment, "id")
+        position = self._at_index.get(index) if index is not None else (len(self._calls) - 1 if self._calls else None)
+        if call_id and (position is None or self._calls[position].id != call_id):
+            self._calls.append(_Partial(call_id))
+            position = len(self._calls) - 1
+            if index is not None:
+                self._at_index[index] = position
+        elif position is None:  # a continuation of nothing: keep it, as a call without an id
+            self._calls.append(_Partial(""))
+            position = len(self._calls) - 1
+            if index is not None:
+                self._at_index[index] = position
+        partial = self._calls[position]
+        function = field(fragment, "function")
+        name = field(function, "name")
+        if name and name != partial.name:  # some servers repeat the whole name in every fragment
+            partial.name += name
+        if field(function, "arguments"):
+            partial.arguments.append(field(function, "arguments"))
+
+    def finish(self) -> Ingested:
+        """Every call of the stream; incomplete ones (cut, truncated, invalid JSON) carry a ``problem``."""
+        calls: list[ToolCall] = []
+        for position, partial in enumerate(self._calls):
+            text = "".join(partial.arguments)
+            arguments, problem = parse_arguments(text)
+            last = position == len(self._calls) - 1
+            if last and self._finish is None:
+                problem, arguments = CUT, None
+            elif last and self._finish == "length":
+                problem, arguments = TRUNCATED.format(reason="length"), None
+            elif not partial.id:
+                problem, arguments = "the stream sent this call without an id", None
+            calls.append(ToolCall(partial.id, partial.name, arguments, text, problem, PROVIDER))
+        return Ingested(tuple(calls), tuple(self._skipped), self._finish)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:

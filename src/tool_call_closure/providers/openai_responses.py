@@ -1,16 +1,166 @@
-"""OpenAI Responses: one ``function_call_output`` input item per call, paired on ``call_id``."""
+"""OpenAI Responses: ingestion of ``function_call`` items and stream events, one ``function_call_output`` per call.
+
+Theory of operation
+-------------------
+A Responses ``function_call`` item has *two* ids: ``id`` (``fc_…``), the
+item's own id, and ``call_id`` (``call_…``), the id its output must carry.
+**Ingestion pairs on ``call_id``**, never on ``id``: an output paired on
+``fc_…`` is refused by the provider (*"No tool call found for function call
+output with call_id fc_…"*).  ``begin`` refuses such an item given directly
+(error ``provider_item_ambiguous``), so the mistake cannot pass silently.
+
+*Ingestion* (:func:`ingest`) reads a ``Response`` or its ``output`` list, SDK
+objects or dicts.  Every other item is skipped with its reason: messages,
+reasoning and server-side tools need no output from the caller; the
+client-side tools with outputs of their own (``custom_tool_call``,
+``computer_call``, ``local_shell_call`` …) are skipped and named, because their
+outputs are not ``function_call_output`` items.
+
+*Streaming* (:class:`ResponsesStream`): argument deltas carry ``item_id``
+(the ``fc_…`` id), not ``call_id``; the stream maps them through the
+``response.output_item.added`` event that announced the item.  A call is
+complete at its ``response.output_item.done``; a call still open when the
+stream ends, or when the response ends ``incomplete``, carries a ``problem``.
+
+*Export* (:func:`render_tool_results`): ``{"type": "function_call_output",
+"call_id", "output"}`` per decided call.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Final
 
+from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.reading import field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
 from tool_call_closure.values import Snapshot
 
-__all__ = ["FORMAT", "render_tool_results"]
+__all__ = ["FORMAT", "PROVIDER", "ResponsesStream", "ingest", "render_tool_results"]
 
 FORMAT: Final = "openai_responses"
 """The export format this module renders (``spec/machine.json``)."""
+PROVIDER: Final = "openai_responses"
+"""The ``provider`` of the calls this module ingests."""
+
+# Client-side tools whose result is an output item of their own kind, not a function_call_output.
+OWN_OUTPUT_TYPES: Final = frozenset(
+    {"custom_tool_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call", "mcp_approval_request"}
+)
+
+
+def _skip_reason(kind: str) -> str:
+    if kind in OWN_OUTPUT_TYPES:
+        return f"a {kind} is answered by its own output item, not by a function_call_output"
+    if kind == "message":
+        return "a message is not a tool call"
+    if kind == "reasoning":
+        return "a reasoning item is not a tool call (keep it with the call that follows it)"
+    return f"a {kind} item is run by the provider and needs no output from the caller"
+
+
+def _call(item: object, problem: str | None = None) -> ToolCall:
+    text = field(item, "arguments") or ""
+    arguments, invalid = parse_arguments(text)
+    problem = problem or invalid
+    if problem is None and field(item, "status") == "incomplete":
+        problem = "the provider marked this call incomplete"
+    return ToolCall(
+        field(item, "call_id") or "", field(item, "name") or "", None if problem else arguments, text, problem, PROVIDER
+    )
+
+
+def ingest(value: object) -> Ingested:
+    """The ``function_call`` items of a ``Response`` or of its ``output`` list, paired on ``call_id``."""
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        output, stop = list(value), None
+    else:
+        output = items(field(value, "output"))
+        stop = field(field(value, "incomplete_details"), "reason") or field(value, "status")
+    calls: list[ToolCall] = []
+    skipped: list[SkippedItem] = []
+    for index, item in enumerate(output):
+        kind = field(item, "type") or ""
+        if kind == "function_call":
+            calls.append(_call(item))
+        else:
+            skipped.append(SkippedItem(index, kind, _skip_reason(kind)))
+    return Ingested(tuple(calls), tuple(skipped), stop)
+
+
+@dataclass(slots=True)
+class _Partial:
+    call_id: str
+    name: str
+    arguments: list[str] = dataclass_field(default_factory=list)
+    done: ToolCall | None = None
+
+
+class ResponsesStream:
+    """Accumulates Responses stream events (SDK objects or dicts) into calls.
+
+    ``add(event)`` for every event returns the calls that event completed;
+    ``finish()`` returns every call, incomplete ones with a ``problem``.
+    """
+
+    __slots__ = ("_by_item", "_order", "_skipped", "_stop")
+
+    def __init__(self) -> None:
+        self._by_item: dict[str, _Partial] = {}  # item id (fc_…) -> the call it announced
+        self._order: list[_Partial] = []
+        self._skipped: list[SkippedItem] = []
+        self._stop: str | None = None
+
+    def add(self, event: object) -> tuple[ToolCall, ...]:
+        """Take one event; returns the call it completed, if any."""
+        kind = field(event, "type")
+        item = field(event, "item")
+        partial: _Partial | None
+        if kind == "response.output_item.added":
+            item_kind = field(item, "type") or ""
+            if item_kind == "function_call":
+                partial = _Partial(field(item, "call_id") or "", field(item, "name") or "")
+                self._by_item[field(item, "id") or f"#{field(event, 'output_index')}"] = partial
+                self._order.append(partial)
+            else:
+                self._skipped.append(SkippedItem(field(event, "output_index") or 0, item_kind, _skip_reason(item_kind)))
+        elif kind == "response.function_call_arguments.delta":
+            partial = self._partial(event)
+            if partial is not None and field(event, "delta"):
+                partial.arguments.append(field(event, "delta"))
+        elif kind == "response.function_call_arguments.done":
+            partial = self._partial(event)
+            if partial is not None and field(event, "arguments") is not None:
+                partial.arguments = [field(event, "arguments")]  # the complete text is authoritative
+        elif kind == "response.output_item.done" and field(item, "type") == "function_call":
+            partial = self._by_item.get(field(item, "id") or f"#{field(event, 'output_index')}")
+            if partial is not None and partial.done is None:
+                partial.done = _call(item)
+                return (partial.done,)
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            response = field(event, "response")
+            self._stop = field(field(response, "incomplete_details"), "reason") or field(response, "status")
+        return ()
+
+    def _partial(self, event: object) -> _Partial | None:
+        return self._by_item.get(field(event, "item_id") or f"#{field(event, 'output_index')}")
+
+    def finish(self) -> Ingested:
+        """Every call of the stream, in order; a call never completed carries a ``problem``."""
+        cause = (
+            "the stream ended before this call was complete"
+            if self._stop is None
+            else f"the response ended ({self._stop}) before this call was complete"
+        )
+        calls = [
+            partial.done
+            if partial.done is not None
+            else ToolCall(partial.call_id, partial.name, None, "".join(partial.arguments), cause, PROVIDER)
+            for partial in self._order
+        ]
+        return Ingested(tuple(calls), tuple(self._skipped), self._stop)
 
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -1,0 +1,174 @@
+"""AWS Bedrock Converse (boto3): ingestion of ``toolUse`` blocks and stream events, one ``toolResult`` per call.
+
+Theory of operation
+-------------------
+boto3 returns plain dicts, so this module reads dicts (and anything with the
+same fields).
+
+*Ingestion* (:func:`ingest`) reads a ``converse`` response
+(``{"output": {"message": …}, "stopReason"}``), its message, or the message's
+``content`` list, and pairs on each ``toolUse`` block's ``toolUseId``.  Other
+blocks (``text``, ``reasoningContent`` …) are skipped with their reason.  When
+the response stopped on ``max_tokens`` and its last block is a ``toolUse``,
+that call was cut; when it stopped on ``malformed_tool_use``, Bedrock does not
+say which call was malformed, so every call of the turn carries a ``problem``.
+
+*Streaming* (:class:`BedrockStream`): ``converse_stream`` events;
+``contentBlockStart`` carries the ``toolUseId`` and name, the input arrives as
+string fragments in ``contentBlockDelta.delta.toolUse.input``, joined and
+parsed at ``contentBlockStop``, which completes the call.  A block never
+stopped carries a ``problem``, naming ``messageStop.stopReason`` when there is one.
+
+*Export* (:func:`render_tool_results`): ``{"toolResult": {"toolUseId",
+"content": [{"text": …}], "status"?: "error"}}`` per decided call: the content
+list is never empty (Bedrock refuses an empty one with ``status: "error"``),
+and ``status: "error"`` marks every failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import Any, Final
+
+from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.reading import arguments_text, field, items, parse_arguments
+from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.values import Snapshot
+
+__all__ = ["FORMAT", "PROVIDER", "BedrockStream", "ingest", "render_tool_results"]
+
+FORMAT: Final = "bedrock"
+"""The export format this module renders (``spec/machine.json``)."""
+PROVIDER: Final = "bedrock"
+"""The ``provider`` of the calls this module ingests."""
+
+
+def _call(tool_use: object, problem: str | None = None) -> ToolCall:
+    arguments = field(tool_use, "input")
+    text, invalid = arguments_text(arguments)
+    problem = problem or invalid
+    return ToolCall(
+        field(tool_use, "toolUseId") or "",
+        field(tool_use, "name") or "",
+        None if problem else ({} if arguments is None else arguments),
+        text,
+        problem,
+        PROVIDER,
+    )
+
+
+def _block_kind(block: object) -> str:
+    if isinstance(block, dict) and block:
+        return str(next(iter(block)))
+    return "unknown"
+
+
+def ingest(value: object) -> Ingested:
+    """The ``toolUse`` blocks of a Converse response, its message, or its content list."""
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        content, stop = list(value), None
+    else:
+        stop = field(value, "stopReason")
+        message = field(field(value, "output"), "message") or value
+        content = items(field(message, "content"))
+    calls: list[ToolCall] = []
+    skipped: list[SkippedItem] = []
+    for index, block in enumerate(content):
+        tool_use = field(block, "toolUse")
+        if tool_use is None:
+            kind = _block_kind(block)
+            skipped.append(SkippedItem(index, kind, f"a {kind} block is not a tool call"))
+            continue
+        problem = None
+        if stop == "malformed_tool_use":
+            problem = "the response stopped on malformed_tool_use (Bedrock does not say which call)"
+        elif stop == "max_tokens" and index == len(content) - 1:
+            problem = "the response stopped on max_tokens inside this call"
+        calls.append(_call(tool_use, problem))
+    return Ingested(tuple(calls), tuple(skipped), stop)
+
+
+@dataclass(slots=True)
+class _Partial:
+    id: str
+    name: str
+    input: list[str] = dataclass_field(default_factory=list)
+    done: ToolCall | None = None
+
+
+class BedrockStream:
+    """Accumulates ``converse_stream`` events into calls.
+
+    ``add(event)`` returns the call a ``contentBlockStop`` completed;
+    ``finish()`` returns every call, incomplete ones with a ``problem``.
+    """
+
+    __slots__ = ("_blocks", "_order", "_skipped", "_stop")
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _Partial] = {}  # contentBlockIndex -> its toolUse
+        self._order: list[_Partial] = []
+        self._skipped: list[SkippedItem] = []
+        self._stop: str | None = None
+
+    def add(self, event: object) -> tuple[ToolCall, ...]:
+        """Take one event; returns the call it completed, if any."""
+        partial: _Partial | None
+        start = field(event, "contentBlockStart")
+        delta = field(event, "contentBlockDelta")
+        stop = field(event, "contentBlockStop")
+        if start is not None:
+            tool_use = field(field(start, "start"), "toolUse")
+            if tool_use is not None:
+                partial = _Partial(field(tool_use, "toolUseId") or "", field(tool_use, "name") or "")
+                self._blocks[field(start, "contentBlockIndex") or 0] = partial
+                self._order.append(partial)
+        elif delta is not None:
+            index = field(delta, "contentBlockIndex") or 0
+            fragment = field(field(delta, "delta"), "toolUse")
+            partial = self._blocks.get(index)
+            if partial is not None and fragment is not None:
+                partial.input.append(field(fragment, "input") or "")
+            elif partial is None and index not in {s.index for s in self._skipped}:
+                kind = _block_kind(field(delta, "delta"))
+                self._skipped.append(SkippedItem(index, kind, f"a {kind} block is not a tool call"))
+        elif stop is not None:
+            partial = self._blocks.get(field(stop, "contentBlockIndex") or 0)
+            if partial is not None and partial.done is None:
+                text = "".join(partial.input)
+                arguments, problem = parse_arguments(text)
+                partial.done = ToolCall(partial.id, partial.name, arguments, text, problem, PROVIDER)
+                return (partial.done,)
+        elif field(event, "messageStop") is not None:
+            self._stop = field(field(event, "messageStop"), "stopReason")
+        return ()
+
+    def finish(self) -> Ingested:
+        """Every call of the stream, in order; a block never stopped carries a ``problem``."""
+        cause = (
+            "the stream ended before this call was complete"
+            if self._stop is None
+            else f"the message stopped ({self._stop}) before this call was complete"
+        )
+        calls = [
+            partial.done
+            if partial.done is not None
+            else ToolCall(partial.id, partial.name, None, "".join(partial.input), cause, PROVIDER)
+            for partial in self._order
+        ]
+        return Ingested(tuple(calls), tuple(self._skipped), self._stop)
+
+
+def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call."""
+    payload: list[dict[str, Any]] = []
+    for call in snapshot.calls:
+        if call.settlement is None:
+            continue
+        tool_result: dict[str, Any] = {"toolUseId": call.id, "content": [{"text": result_text(call.settlement)}]}
+        if call.state != "success":
+            tool_result["status"] = "error"
+        payload.append({"toolResult": tool_result})
+    return payload

@@ -1,0 +1,185 @@
+"""Google Gemini (google-genai): ingestion of ``function_call`` parts, and ``function_response`` parts in one Content.
+
+Theory of operation
+-------------------
+*Ingestion* (:func:`ingest`) reads a ``GenerateContentResponse`` (its first
+candidate), a ``Candidate``, a ``Content`` or a list of parts — SDK objects or
+dicts — and turns each ``function_call`` part into a call.  Every field of a
+Gemini ``FunctionCall`` is optional, and Gemini 2.x often sends no ``id``.
+
+**Ids for calls without one** are deterministic: ``tcc_gemini_<n>``, where
+``<n>`` is the zero-based position of the call among the function calls of
+the turn (across all chunks of a stream).  The same turn always gets the same
+ids, so a retry or a replay pairs the same way.  The export never sends such
+an id to Gemini (it would be an id Gemini never issued): a response to a call
+without an id is paired by its ``name`` and its position, as Gemini's own SDK
+does.  A provider id that happens to have that form is indistinguishable, and
+is treated the same way (Gemini issues no such ids).
+
+*Streaming* (:class:`GeminiStream`): each chunk is a
+``GenerateContentResponse``; parallel calls arrive whole, in separate chunks,
+with no index.  A call is complete as soon as its part arrives.  Streamed
+partial arguments (``will_continue: true``) are not assembled: such a call
+carries a ``problem``.
+
+*Export* (:func:`render_tool_results`): one ``function_response`` part
+per decided call, ``{"function_response": {"id"?, "name", "response":
+{"output": text}}}`` for a success and ``{"response": {"error": {"code",
+"message", "side_effect_state"?}}}`` otherwise (the keys Gemini documents).
+The parts go back **all in one** ``Content(role="user")``
+(:func:`next_contents`): ``thought_signature`` is only on the first of
+parallel calls, so splitting the responses loses it.  Keys are the
+google-genai SDK's (snake case).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.reading import arguments_text, field, items
+from tool_call_closure.providers.result_text import error_object
+from tool_call_closure.values import Snapshot
+
+__all__ = [
+    "FORMAT",
+    "PROVIDER",
+    "SYNTHETIC_ID_PREFIX",
+    "GeminiStream",
+    "ingest",
+    "is_synthetic_id",
+    "render_tool_results",
+    "synthetic_id",
+]
+
+FORMAT: Final = "gemini"
+"""The export format this module renders (``spec/machine.json``)."""
+PROVIDER: Final = "gemini"
+"""The ``provider`` of the calls this module ingests."""
+SYNTHETIC_ID_PREFIX: Final = "tcc_gemini_"
+"""The prefix of the ids given to calls Gemini sent without one."""
+_SYNTHETIC: Final = re.compile(r"tcc_gemini_(0|[1-9][0-9]*)")
+
+
+def synthetic_id(position: int) -> str:
+    """The id of the call at ``position`` (zero-based) among the function calls of a turn, when it has none."""
+    return f"{SYNTHETIC_ID_PREFIX}{position}"
+
+
+def is_synthetic_id(call_id: str) -> bool:
+    """True for an id :func:`synthetic_id` makes (never sent to Gemini)."""
+    return _SYNTHETIC.fullmatch(call_id) is not None
+
+
+def _value(enum_or_text: object) -> str | None:
+    """A google-genai enum member (a ``str`` enum) or a plain string, as its plain text."""
+    if enum_or_text is None:
+        return None
+    return str(getattr(enum_or_text, "value", enum_or_text))
+
+
+def _parts_of(value: object) -> tuple[list[Any], str | None]:
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return list(value), None
+    candidates = field(value, "candidates")
+    if candidates is not None:
+        listed = items(candidates)
+        value = listed[0] if listed else None
+    finish = _value(field(value, "finish_reason"))
+    content = field(value, "content")
+    if content is not None:
+        value = content
+    return items(field(value, "parts")), finish
+
+
+def _skip_reason(part: object) -> tuple[str, str]:
+    if field(part, "thought"):
+        return "thought", "a thought part is not a tool call (keep it in the model's turn)"
+    for kind in ("text", "executable_code", "code_execution_result", "inline_data", "file_data"):
+        if field(part, kind) is not None:
+            if kind in ("executable_code", "code_execution_result"):
+                return kind, f"a {kind} part is run by the provider and needs no function response"
+            return kind, f"a {kind} part is not a tool call"
+    return "unknown", "a part without a function_call needs no function response"
+
+
+def _call(function_call: object, position: int) -> ToolCall:
+    arguments = field(function_call, "args")
+    text, problem = arguments_text(arguments)
+    if problem is None and field(function_call, "will_continue"):
+        problem = "streamed partial arguments (will_continue) are not assembled; the call is incomplete"
+    if problem is None and not field(function_call, "name"):
+        problem = "Gemini sent this function call without a name"
+    return ToolCall(
+        field(function_call, "id") or synthetic_id(position),
+        field(function_call, "name") or "",
+        None if problem else ({} if arguments is None else arguments),
+        text,
+        problem,
+        PROVIDER,
+    )
+
+
+def ingest(value: object) -> Ingested:
+    """The ``function_call`` parts of a response, candidate, content or part list, with ids for those lacking one."""
+    parts, finish = _parts_of(value)
+    calls: list[ToolCall] = []
+    skipped: list[SkippedItem] = []
+    for index, part in enumerate(parts):
+        function_call = field(part, "function_call")
+        if function_call is not None:
+            calls.append(_call(function_call, len(calls)))
+        else:
+            kind, reason = _skip_reason(part)
+            skipped.append(SkippedItem(index, kind, reason))
+    return Ingested(tuple(calls), tuple(skipped), finish)
+
+
+class GeminiStream:
+    """Accumulates ``generate_content_stream`` chunks into calls; a call completes when its part arrives."""
+
+    __slots__ = ("_calls", "_finish", "_parts_seen", "_skipped")
+
+    def __init__(self) -> None:
+        self._calls: list[ToolCall] = []
+        self._skipped: list[SkippedItem] = []
+        self._finish: str | None = None
+        self._parts_seen = 0
+
+    def add(self, chunk: object) -> tuple[ToolCall, ...]:
+        """Take one chunk; returns the calls it carried."""
+        parts, finish = _parts_of(chunk)
+        self._finish = finish or self._finish
+        completed: list[ToolCall] = []
+        for part in parts:
+            function_call = field(part, "function_call")
+            if function_call is not None:
+                call = _call(function_call, len(self._calls))
+                self._calls.append(call)
+                completed.append(call)
+            else:
+                kind, reason = _skip_reason(part)
+                self._skipped.append(SkippedItem(self._parts_seen, kind, reason))
+            self._parts_seen += 1
+        return tuple(completed)
+
+    def finish(self) -> Ingested:
+        """Every call of the stream, in order."""
+        return Ingested(tuple(self._calls), tuple(self._skipped), self._finish)
+
+
+def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """``{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}`` per decided call."""
+    payload: list[dict[str, Any]] = []
+    for call in snapshot.calls:
+        settlement = call.settlement
+        if settlement is None:
+            continue
+        response = {"output": settlement.content} if settlement.status == "success" else error_object(settlement)
+        function_response: dict[str, Any] = {"name": call.name, "response": response}
+        if not is_synthetic_id(call.id):
+            function_response = {"id": call.id, **function_response}
+        payload.append({"function_response": function_response})
+    return payload
