@@ -73,7 +73,7 @@ class Recorded:
     error: str | None
 
 
-class StubRefusal(Exception):
+class StubRefusalError(Exception):
     """A pairing-rule violation: the provider's status, error message (and Bedrock's error type)."""
 
     def __init__(self, message: str, status: int = 400) -> None:
@@ -87,12 +87,14 @@ class StubRefusal(Exception):
 
 def check_chat(messages: list[dict[str, Any]]) -> None:
     """OpenAI Chat: tool messages right after the assistant message with ``tool_calls``, one per id."""
-    orphan = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+    orphan = (
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+    )
     position = 0
     while position < len(messages):
         message = messages[position]
         if message.get("role") == "tool":
-            raise StubRefusal(orphan)
+            raise StubRefusalError(orphan)
         position += 1
         if message.get("role") != "assistant" or not message.get("tool_calls"):
             continue
@@ -101,9 +103,9 @@ def check_chat(messages: list[dict[str, Any]]) -> None:
         while position < len(messages) and messages[position].get("role") == "tool":
             call_id = messages[position].get("tool_call_id")
             if call_id not in expected:
-                raise StubRefusal(orphan)
+                raise StubRefusalError(orphan)
             if call_id in answered:
-                raise StubRefusal(
+                raise StubRefusalError(
                     f"Invalid parameter: Duplicate value for 'tool_call_id' of '{call_id}', "
                     f"in messages[{answered[call_id]}] and messages[{position}]."
                 )
@@ -111,7 +113,7 @@ def check_chat(messages: list[dict[str, Any]]) -> None:
             position += 1
         missing = [i for i in expected if i not in answered]
         if missing:
-            raise StubRefusal(
+            raise StubRefusalError(
                 "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
                 f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(missing)}"
             )
@@ -126,20 +128,22 @@ def check_responses(items: list[dict[str, Any]]) -> None:
         item_id = item.get("id")
         if item_id is not None:
             if item_id in seen_ids:
-                raise StubRefusal(f"Duplicate item found with id {item_id}. Remove duplicate items from your input and try again.")
+                raise StubRefusalError(
+                    f"Duplicate item found with id {item_id}. Remove duplicate items from your input and try again."
+                )
             seen_ids.add(item_id)
         if item.get("type") == "function_call":
             calls[item["call_id"]] = item
         elif item.get("type") == "function_call_output":
             call_id = item.get("call_id")
             if call_id not in calls:
-                raise StubRefusal(f"No tool call found for function call output with call_id {call_id}.")
+                raise StubRefusalError(f"No tool call found for function call output with call_id {call_id}.")
             if call_id in outputs:  # STUB: not in providers.md
-                raise StubRefusal(f"Duplicate function call output found for call_id {call_id}.")
+                raise StubRefusalError(f"Duplicate function call output found for call_id {call_id}.")
             outputs.add(call_id)
     for call_id in calls:
         if call_id not in outputs:
-            raise StubRefusal(f"No tool output found for function call {call_id}.")
+            raise StubRefusalError(f"No tool output found for function call {call_id}.")
 
 
 def check_anthropic(messages: list[dict[str, Any]]) -> None:
@@ -156,17 +160,19 @@ def check_anthropic(messages: list[dict[str, Any]]) -> None:
                     continue
                 where = f"messages.{index}.content.{position}"
                 if not previous_uses:
-                    raise StubRefusal(
+                    raise StubRefusalError(
                         f"{where}: `tool_result` block(s) provided when previous message does not contain any "
                         "`tool_use` blocks"
                     )
                 if block.get("tool_use_id") not in previous_uses:
-                    raise StubRefusal(
+                    raise StubRefusalError(
                         f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {block.get('tool_use_id')}. "
                         "Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                     )
                 if block.get("tool_use_id") in leading:  # STUB: not in providers.md
-                    raise StubRefusal(f"{where}: duplicate `tool_use_id` found in `tool_result` blocks: {block.get('tool_use_id')}.")
+                    raise StubRefusalError(
+                        f"{where}: duplicate `tool_use_id` found in `tool_result` blocks: {block.get('tool_use_id')}."
+                    )
                 if position == len(leading):  # only the results before any other block count ("FIRST")
                     leading.append(block["tool_use_id"])
             _missing_anthropic(previous_uses, leading, previous_index)
@@ -181,7 +187,7 @@ def check_anthropic(messages: list[dict[str, Any]]) -> None:
 def _missing_anthropic(uses: list[str], answered: list[str], index: int) -> None:
     missing = [u for u in uses if u not in answered]
     if missing:
-        raise StubRefusal(
+        raise StubRefusalError(
             f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: "
             f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block in the "
             "next message."
@@ -189,22 +195,26 @@ def _missing_anthropic(uses: list[str], answered: list[str], index: int) -> None
 
 
 def check_gemini(contents: list[dict[str, Any]]) -> None:
-    """Gemini: the turn after a function-call turn has as many function responses as there were calls."""
+    """Gemini: a turn answering function calls has exactly as many function responses as the turn before had calls."""
+    count = (
+        "Please ensure that the number of function response parts is equal to the number of function call "
+        "parts of the function call turn."
+    )
     for index, content in enumerate(contents):
         parts = content.get("parts") or []
         calls = [p["functionCall"] for p in parts if "functionCall" in p]
-        if not calls:
-            continue
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        before = (contents[index - 1].get("parts") or []) if index > 0 else []
+        called = [p["functionCall"] for p in before if "functionCall" in p]
         after = (contents[index + 1].get("parts") or []) if index + 1 < len(contents) else []
-        responses = [p["functionResponse"] for p in after if "functionResponse" in p]
-        if len(responses) != len(calls):
-            raise StubRefusal(
-                "Please ensure that the number of function response parts is equal to the number of function call "
-                "parts of the function call turn."
-            )
-        for call, response in zip(calls, responses, strict=True):
+        answered = [p["functionResponse"] for p in after if "functionResponse" in p]
+        if (calls and len(answered) != len(calls)) or (responses and len(responses) != len(called)):
+            raise StubRefusalError(count)
+        for call, response in zip(calls, answered, strict=False):
             if call.get("name") != response.get("name"):  # STUB: not in providers.md
-                raise StubRefusal(f"Function response name {response.get('name')!r} does not match the call {call.get('name')!r}.")
+                raise StubRefusalError(
+                    f"Function response name {response.get('name')!r} does not match the call {call.get('name')!r}."
+                )
 
 
 def check_bedrock(messages: list[dict[str, Any]]) -> None:
@@ -215,16 +225,20 @@ def check_bedrock(messages: list[dict[str, Any]]) -> None:
         if message.get("role") == "user":
             results = [b["toolResult"] for b in blocks if "toolResult" in b]
             if len(results) > len(uses):
-                raise StubRefusal("The number of toolResult blocks exceeds the number of toolUse blocks of previous turn")
+                raise StubRefusalError(
+                    "The number of toolResult blocks exceeds the number of toolUse blocks of previous turn"
+                )
             for result in results:
                 if result.get("status") == "error" and not result.get("content"):
-                    raise StubRefusal(
+                    raise StubRefusalError(
                         f"The content field in the toolResult block at messages.{index} is not valid: toolResult "
                         "cannot be empty when status value is error"
                     )
             missing = [u for u in uses if u not in {r.get("toolUseId") for r in results}]
             if missing:  # STUB: not in providers.md
-                raise StubRefusal(f"Expected toolResult blocks at messages.{index}.content for the following Ids: {', '.join(missing)}")
+                raise StubRefusalError(
+                    f"Expected toolResult blocks at messages.{index}.content for the following Ids: {', '.join(missing)}"
+                )
             uses = []
         else:
             uses = [b["toolUse"]["toolUseId"] for b in blocks if "toolUse" in b]
@@ -257,12 +271,14 @@ class ProviderStub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="provider-stub", daemon=True)
+        server = self._server
+        self._thread = threading.Thread(target=lambda: server.serve_forever(0.05), name="provider-stub", daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._server is not None and self._thread is not None
+        assert self._server is not None
+        assert self._thread is not None
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(10)
@@ -297,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
     owner: ProviderStub
     server_version = "provider-stub/1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  # quiet: the records say what happened
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the records say what happened
         pass
 
     def do_POST(self) -> None:
@@ -308,7 +324,9 @@ class _Handler(BaseHTTPRequestHandler):
         with stub._lock:
             over = len(stub.requests) >= stub.max_requests
         if over:
-            self._record_and_send(provider, path, None, 429, "too many requests for the stub", {"error": {"message": "too many requests"}})
+            self._record_and_send(
+                provider, path, None, 429, "too many requests for the stub", {"error": {"message": "too many requests"}}
+            )
             return
         if length > stub.max_body_bytes:
             self._record_and_send(provider, path, None, 413, "body too large", {"error": {"message": "body too large"}})
@@ -316,7 +334,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         try:
             answer = self._answer(provider, path, body)
-        except StubRefusal as refusal:
+        except StubRefusalError as refusal:
             self._record_and_send(provider, path, body, refusal.status, refusal.message, _error_body(provider, refusal))
             return
         with stub._lock:
@@ -326,7 +344,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_events(answer)
 
-    def _record_and_send(self, provider: str, path: str, body: Any, status: int, error: str, payload: dict[str, Any]) -> None:
+    def _record_and_send(
+        self, provider: str, path: str, body: Any, status: int, error: str, payload: dict[str, Any]
+    ) -> None:
         with self.owner._lock:
             self.owner.requests.append(Recorded(provider, path, body, status, error))
         extra = {"x-amzn-ErrorType": "ValidationException"} if provider == "bedrock" and status == 400 else {}
@@ -381,7 +401,7 @@ class _Handler(BaseHTTPRequestHandler):
         if provider == "bedrock":
             check_bedrock(body["messages"])
             return _bedrock_body(stub._next_turn(provider))
-        raise StubRefusal(f"the stub does not serve {path}", 404)
+        raise StubRefusalError(f"the stub does not serve {path}", 404)
 
 
 def _provider_of(path: str) -> str:
@@ -398,9 +418,11 @@ def _provider_of(path: str) -> str:
     return "unknown"
 
 
-def _error_body(provider: str, refusal: StubRefusal) -> dict[str, Any]:
+def _error_body(provider: str, refusal: StubRefusalError) -> dict[str, Any]:
     if provider in ("openai_chat", "openai_responses"):
-        return {"error": {"message": refusal.message, "type": "invalid_request_error", "param": "messages", "code": None}}
+        return {
+            "error": {"message": refusal.message, "type": "invalid_request_error", "param": "messages", "code": None}
+        }
     if provider == "anthropic":
         return {"type": "error", "error": {"type": "invalid_request_error", "message": refusal.message}}
     if provider == "gemini":
@@ -427,7 +449,9 @@ def _chat_body(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> dict[str
         "object": "chat.completion",
         "created": 0,
         "model": body.get("model", "stub"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if turn.calls else "stop", "logprobs": None}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if turn.calls else "stop", "logprobs": None}
+        ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 
@@ -437,13 +461,30 @@ def _chat_stream(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> Iterat
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return None, {"id": chunk_id, "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "stub"), "choices": [choice]}
+        return None, {
+            "id": chunk_id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": body.get("model", "stub"),
+            "choices": [choice],
+        }
 
     yield chunk({"role": "assistant", "content": None if turn.calls else turn.text})
     for index, call in enumerate(turn.calls):
         first, second = _halves(call.arguments)
         truncated = turn.truncate_last and index == len(turn.calls) - 1
-        yield chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         yield chunk({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
         if not truncated:
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": second}}]})
@@ -463,16 +504,31 @@ def _responses_input(stub: ProviderStub, body: dict[str, Any]) -> list[dict[str,
     with stub._lock:
         earlier = stub._responses.get(previous)
     if earlier is None:
-        raise StubRefusal(f"Previous response with id '{previous}' not found.", 404)
+        raise StubRefusalError(f"Previous response with id '{previous}' not found.", 404)
     return earlier + items
 
 
 def _responses_output(stub: ProviderStub, turn: Turn) -> list[dict[str, Any]]:
     if not turn.calls:
         text = {"type": "output_text", "text": turn.text, "annotations": []}
-        return [{"type": "message", "id": stub._next_id("msg_"), "role": "assistant", "status": "completed", "content": [text]}]
+        return [
+            {
+                "type": "message",
+                "id": stub._next_id("msg_"),
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        ]
     return [
-        {"type": "function_call", "id": stub._next_id("fc_"), "call_id": c.id, "name": c.name, "arguments": c.arguments, "status": "completed"}
+        {
+            "type": "function_call",
+            "id": stub._next_id("fc_"),
+            "call_id": c.id,
+            "name": c.name,
+            "arguments": c.arguments,
+            "status": "completed",
+        }
         for c in turn.calls
     ]
 
@@ -489,7 +545,13 @@ def _response(body: dict[str, Any], response_id: str, output: list[dict[str, Any
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
-        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+        "usage": {
+            "input_tokens": 1,
+            "output_tokens": 1,
+            "total_tokens": 2,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
     }
 
 
@@ -497,7 +559,9 @@ def _responses_body(body: dict[str, Any], turn: Turn, response_id: str, output: 
     return _response(body, response_id, output, "completed")
 
 
-def _responses_stream(body: dict[str, Any], turn: Turn, response_id: str, output: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _responses_stream(
+    body: dict[str, Any], turn: Turn, response_id: str, output: list[dict[str, Any]]
+) -> Iterator[tuple[str, dict[str, Any]]]:
     sequence = iter(range(1_000_000))
 
     def event(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
@@ -512,14 +576,18 @@ def _responses_stream(body: dict[str, Any], turn: Turn, response_id: str, output
             yield event("response.output_item.done", output_index=index, item=item)
             sent.append(item)
             continue
-        yield event("response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"})
+        yield event(
+            "response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"}
+        )
         first, second = _halves(item["arguments"])
         yield event("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=first)
         if truncated:
             sent.append({**item, "arguments": first, "status": "incomplete"})
             break
         yield event("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=second)
-        yield event("response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=item["arguments"])
+        yield event(
+            "response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=item["arguments"]
+        )
         yield event("response.output_item.done", output_index=index, item=item)
         sent.append(item)
     status = "incomplete" if turn.truncate_last else "completed"
@@ -529,7 +597,9 @@ def _responses_stream(body: dict[str, Any], turn: Turn, response_id: str, output
 # Anthropic Messages
 
 
-def _anthropic_message(stub: ProviderStub, body: dict[str, Any], content: list[dict[str, Any]], stop: str | None) -> dict[str, Any]:
+def _anthropic_message(
+    stub: ProviderStub, body: dict[str, Any], content: list[dict[str, Any]], stop: str | None
+) -> dict[str, Any]:
     return {
         "id": stub._next_id("msg_"),
         "type": "message",
@@ -562,11 +632,20 @@ def _anthropic_stream(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> I
         if not truncated:
             yield "content_block_stop", {"type": "content_block_stop", "index": index}
     if not turn.calls:
-        yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-        yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": turn.text}}
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
+        yield (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": turn.text}},
+        )
         yield "content_block_stop", {"type": "content_block_stop", "index": 0}
     stop = "max_tokens" if turn.truncate_last else ("tool_use" if turn.calls else "end_turn")
-    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 1}}
+    yield (
+        "message_delta",
+        {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 1}},
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -602,4 +681,3 @@ def _bedrock_body(turn: Turn) -> dict[str, Any]:
         "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
         "metrics": {"latencyMs": 1},
     }
-
