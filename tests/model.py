@@ -568,6 +568,7 @@ class Model:
             outcome = value
             if not is_object(outcome):
                 raise ModelError("outcome_not_object")
+            _unknown_keys(outcome, OUTCOME_KEYS, "outcome_key_unknown")  # D10
             status = _member(read_property(outcome, "status"), SETTLED_STATUSES)  # the second read (18.8)
             if status is None:
                 raise ModelError("outcome_status_invalid")
@@ -585,7 +586,8 @@ class Model:
         default_code = TEXTS["fail_code"] if form == "fail" else TEXTS["cancel_code"]
         stored_code = default_code if _absent(code) else _bounded(code, limits["max_code_bytes"], "outcome.code")
         if form == "fail" and isinstance(value, BaseException):
-            message = truncate_utf8(str(value), limits["max_message_bytes"])  # its text, never its traceback
+            text = str(value)  # its text, never its traceback; D11: no text names the class
+            message = truncate_utf8(text or type(value).__name__, limits["max_message_bytes"])
         else:
             message = _message(value, self._settle_default(status), limits["max_message_bytes"])
         return Settlement(status, "reported", code=stored_code, message=message)
@@ -620,6 +622,7 @@ class Model:
             reason = {}  # D1
         elif not is_object(reason):
             raise ModelError("reason_not_object")  # D2
+        _unknown_keys(reason, REASON_KEYS, "reason_key_unknown")  # D10
         raw_status = read_property(reason, "status")
         status = "cancelled" if _absent(raw_status) else _member(raw_status, CLOSE_STATUSES)
         if status is None:
@@ -742,3 +745,15 @@ class Model:
         )
         self._produced[id(snapshot)] = snapshot
         return snapshot
+
+
+OUTCOME_KEYS = frozenset({"status", "content", "code", "message", "provenance", "sideEffectState", "side_effect_state"})
+REASON_KEYS = frozenset({"status", "code", "message", "sideEffectState", "side_effect_state"})
+
+
+def _unknown_keys(value: Any, known: frozenset[str], code: str) -> None:
+    """D10: a mapping with a key the spec does not define is refused, naming the first such key."""
+    if isinstance(value, Mapping):
+        for key in value:
+            if not (isinstance(key, str) and str.__str__(key) in known):
+                raise ModelError(code, key=truncate_utf8(to_js_string(key), 128))

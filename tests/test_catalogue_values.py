@@ -1794,7 +1794,8 @@ class ToolCallFailedError(ValueError):
 
 @pytest.mark.parametrize(
     ("error", "message"),
-    [(Exception("boom"), "boom"), (ToolCallFailedError("sub"), "sub"), (Exception(), "")],
+    # Deviation D11: an exception without text is named by its class (the original stores "").
+    [(Exception("boom"), "boom"), (ToolCallFailedError("sub"), "sub"), (Exception(), "Exception")],
 )
 def test_JS_10_fail_uses_an_exception_text_only(error: BaseException, message: str) -> None:
     c, h = begun()

@@ -1,7 +1,7 @@
-"""The deviations D1..D7 (``spec/deviations.json``): where the reference deliberately differs from the original.
+"""The deviations D1..D11 (``spec/deviations.json``): where the reference deliberately differs from the original.
 
 Each test asserts the reference's documented behaviour through the public API.  For the deviations that are
-visible over protocol v1 (``"protocol": true``: D1, D2, D3 and D7) the same request lines are also sent to
+visible over protocol v1 (``"protocol": true``: D1, D2, D3, D7 and D8..D11) the same request lines are also sent to
 ``python -m tool_call_closure serve`` and to the original through the Node adapter
 (``src/tool_call_closure/conformance/node/adapter.cjs``), and both answers are pinned, showing the documented difference.
 Only the Node part is skipped when ``node`` or the original (``$TCC_JS``, else the shared seed path) is missing.
@@ -139,7 +139,7 @@ CHAT_A_CANCELLED = (
 
 def test_every_deviation_has_a_test_and_every_protocol_visible_one_a_protocol_test() -> None:
     names = [name for name in globals() if name.startswith("test_D")]
-    assert sorted(DEVIATIONS) == ["D1", "D2", "D3", "D4", "D5", "D6", "D7"]
+    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in range(1, 12)]
     for deviation_id, deviation in DEVIATIONS.items():
         own = [name for name in names if name.startswith(f"test_{deviation_id}_")]
         assert own, deviation_id
@@ -868,3 +868,215 @@ def test_D7_side_effect_state_key_over_the_protocol() -> None:
         '{"id":2,"ok":' + closed("unknown") + "}",
         '{"id":3,"ok":' + closed("unknown") + "}",
     ]
+
+
+# =========================================================================== D8
+
+
+def _closed_three() -> tuple[ToolCallClosure, Snapshot]:
+    closure = ToolCallClosure()
+    handle = closure.begin(
+        [{"id": "call_1", "name": "weather"}, {"id": "tcc_gemini_1", "name": "search"}, {"id": "c3", "name": "w"}]
+    ).handle
+    closure.succeed(handle, "call_1", {"t": 1})
+    closure.fail(handle, "tcc_gemini_1", ValueError("bad"), "E")
+    snapshot = closure.close(handle, {"status": "error", "code": "T", "message": "m", "sideEffectState": "unknown"})
+    assert isinstance(snapshot, Snapshot)
+    return closure, snapshot
+
+
+def test_D8_gemini_function_responses() -> None:
+    closure, snapshot = _closed_three()
+    assert closure.to_gemini_function_responses(snapshot) == [
+        {"function_response": {"id": "call_1", "name": "weather", "response": {"output": '{"t":1}'}}},
+        {"function_response": {"name": "search", "response": {"error": {"code": "E", "message": "bad"}}}},
+        {
+            "function_response": {
+                "id": "c3",
+                "name": "w",
+                "response": {"error": {"code": "T", "message": "m", "side_effect_state": "unknown"}},
+            }
+        },
+    ]
+
+
+def test_D8_bedrock_tool_results() -> None:
+    closure, snapshot = _closed_three()
+    assert closure.to_bedrock_tool_results(snapshot) == [
+        {"toolResult": {"toolUseId": "call_1", "content": [{"text": '{"t":1}'}]}},
+        {
+            "toolResult": {
+                "toolUseId": "tcc_gemini_1",
+                "content": [{"text": '{"error":{"code":"E","message":"bad"}}'}],
+                "status": "error",
+            }
+        },
+        {
+            "toolResult": {
+                "toolUseId": "c3",
+                "content": [{"text": '{"error":{"code":"T","message":"m","side_effect_state":"unknown"}}'}],
+                "status": "error",
+            }
+        },
+    ]
+
+
+def test_D8_new_exports_keep_the_provenance_rules() -> None:
+    _, snapshot = _closed_three()
+    other = ToolCallClosure()
+    raises(
+        UsageError,
+        "snapshot_foreign",
+        "snapshot must be a ToolCallClosure snapshot",
+        lambda: other.to_bedrock_tool_results(snapshot),
+    )
+    open_closure, _ = begun("a")
+    raises(
+        UsageError,
+        "snapshot_open",
+        "snapshot must be sealed before provider export",
+        open_closure.to_gemini_function_responses,
+    )
+
+
+def test_D8_over_the_protocol() -> None:
+    lines = [NEW, BEGIN_A, request(2, "close", H1), request(3, "toBedrockToolResults", {"$snapshot": 2})]
+    cancelled = '{\\"error\\":{\\"code\\":\\"cancelled\\",\\"message\\":\\"Tool call was cancelled.\\",\\"side_effect_state\\":\\"unknown\\"}}'
+    assert reference(*lines)[3] == (
+        '{"id":3,"ok":[{"toolResult":{"toolUseId":"a","content":[{"text":"' + cancelled + '"}],"status":"error"}}]}'
+    )
+    assert json.loads(original(*lines)[3])["error"]["kind"] == "ProtocolError"  # the original has no such method
+
+
+# =========================================================================== D9
+
+MISREAD = "calls[1] has a call_id different from its id: it looks like an OpenAI Responses item, whose result must carry call_id (ingest it with tool_call_closure.providers.openai_responses.ingest)"
+
+
+def test_D9_begin_refuses_a_responses_item_and_changes_nothing() -> None:
+    from openai.types.responses import ResponseFunctionToolCall
+
+    closure = ToolCallClosure()
+    item = ResponseFunctionToolCall(type="function_call", id="fc_1", call_id="call_1", name="f", arguments="{}")
+    raises(UsageError, "provider_item_ambiguous", MISREAD, lambda: closure.begin([{"id": "x", "name": "t"}, item]))
+    raises(
+        UsageError,
+        "provider_item_ambiguous",
+        MISREAD,
+        lambda: closure.begin([{"id": "x", "name": "t"}, item.model_dump()]),
+    )
+    assert closure.active_generation is None
+
+
+def test_D9_entries_without_a_different_call_id_are_read_as_before() -> None:
+    @dataclasses.dataclass
+    class Declared:
+        id: str
+        name: str
+        call_id: str | None = None
+
+    closure = ToolCallClosure()
+    assert (
+        closure.begin(
+            [Declared("a", "t"), Declared("b", "t", "b"), {"id": "c", "name": "t", "call_id": None}]
+        ).generation
+        == 1
+    )
+    raises(
+        UsageError,
+        "provider_item_ambiguous",
+        MISREAD,
+        lambda: closure.begin([Declared("a", "t"), Declared("b", "t", "x")]),
+    )
+    # An object whose class does not declare call_id is never asked for it (BEG-4: id and name only).
+    reads: list[str] = []
+
+    class Probe:
+        def __getattr__(self, key: str) -> Any:
+            reads.append(key)
+            return {"id": "p", "name": "t", "call_id": "other"}.get(key)
+
+    closure.begin([Probe()])
+    assert reads == ["id", "name"]
+
+
+def test_D9_over_the_protocol() -> None:
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{}"}
+    lines = [NEW, request(1, "begin", [item]), request(2, "activeGeneration")]
+    message = MISREAD.replace("calls[1]", "calls[0]")
+    assert same(
+        reference(*lines),
+        [
+            '{"id":0,"ok":null}',
+            '{"id":1,"error":{"kind":"TypeError","message":"' + message + '"}}',
+            '{"id":2,"ok":null}',
+        ],
+    )
+    assert same(original(*lines), ['{"id":0,"ok":null}', BEGIN_A_OK, '{"id":2,"ok":1}'])
+
+
+# =========================================================================== D10
+
+
+def test_D10_unknown_outcome_key_is_refused() -> None:
+    closure, handle = begun("a")
+    raises(
+        UsageError,
+        "outcome_key_unknown",
+        "outcome has an unknown key: mesage",
+        lambda: closure.settle(handle, "a", {"status": "error", "mesage": "x"}),
+    )
+    assert closure.snapshot().calls[0].state == "pending"  # type: ignore[union-attr]
+    accepted = closure.settle(handle, "a", {"status": "error", "code": "E", "message": "m", "provenance": "reported"})
+    assert isinstance(accepted, Accepted)
+
+
+def test_D10_unknown_reason_key_is_refused_and_objects_are_not_checked() -> None:
+    closure, handle = begun("a")
+    raises(
+        UsageError,
+        "reason_key_unknown",
+        "reason has an unknown key: side_effects",
+        lambda: closure.close(handle, {"side_effects": "none"}),
+    )
+    assert closure.snapshot().closed is False  # type: ignore[union-attr]
+    closed = closure.close(handle, SimpleNamespace(status="error", extra=1))
+    assert isinstance(closed, Snapshot)
+    assert closed.close_reason is not None
+    assert closed.close_reason.status == "error"
+
+
+def test_D10_over_the_protocol() -> None:
+    lines = [NEW, BEGIN_A, request(2, "close", H1, {"status": "error", "sideEffect": "unknown"})]
+    assert same(
+        reference(*lines)[2:],
+        ['{"id":2,"error":{"kind":"TypeError","message":"reason has an unknown key: sideEffect"}}'],
+    )
+    assert json.loads(original(*lines)[2])["ok"]["closeReason"]["status"] == "error"
+
+
+# =========================================================================== D11
+
+
+@pytest.mark.parametrize(
+    ("error", "message"), [(TimeoutError(), "TimeoutError"), (ValueError(""), "ValueError"), (KeyError("k"), "'k'")]
+)
+def test_D11_an_exception_without_text_is_named_by_its_class(error: BaseException, message: str) -> None:
+    closure, handle = begun("a")
+    result = closure.fail(handle, "a", error)
+    assert isinstance(result, Accepted)
+    assert result.settlement.message == message
+
+
+def test_D11_over_the_protocol() -> None:
+    lines = [NEW, BEGIN_A, request(2, "fail", H1, "a", {"$error": ""})]
+
+    def failed(message: str) -> str:
+        return (
+            '{"id":2,"ok":{"accepted":true,"generation":1,"callId":"a","settlement":{"status":"error","code":"tool_error","message":"'
+            + message
+            + '","provenance":"reported"}}}'
+        )
+
+    assert reference(*lines)[2] == failed("Error")
+    assert original(*lines)[2] == failed("")

@@ -79,6 +79,12 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 _SETTLED_STATUSES: Final = frozenset({"success", "error", "cancelled"})
 _CLOSE_STATUSES: Final = frozenset({"error", "cancelled"})
 _SIDE_EFFECT_STATES: Final = frozenset({"unknown", "not_started"})
+# An outcome's keys are those of a settlement (so a returned settlement may be passed back as an outcome).
+_OUTCOME_KEYS: Final = frozenset(
+    {"status", "content", "code", "message", "provenance", "sideEffectState", "side_effect_state"}
+)
+_REASON_KEYS: Final = frozenset({"status", "code", "message", "sideEffectState", "side_effect_state"})
+_MAX_KEY_IN_MESSAGE: Final = 128  # UTF-8 bytes of an unknown key quoted in an error message
 # Values that are never "objects" in the original's sense (typeof !== 'object', or an array).
 _NOT_OBJECTS: Final = (str, bytes, bytearray, int, float, complex, list, tuple, set, frozenset, range, memoryview)
 
@@ -190,7 +196,9 @@ def error_message_text(error: object, default: str, limit: int) -> str:
     """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
     if isinstance(error, BaseException):
         text = str(error)  # caller code; a str subclass it returns counts with its plain value (D5)
-        return truncate_utf8(text if type(text) is str else str.__str__(text), limit)
+        plain = text if type(text) is str else str.__str__(text)
+        # Deviation D11: an exception without text (TimeoutError()) is named by its class, never stored as "".
+        return truncate_utf8(plain if plain != "" else type(error).__name__, limit)
     return message_text(error, default, limit)
 
 
@@ -266,7 +274,42 @@ def validate_calls(ctx: BeginContext) -> None:
             raise spec_error("duplicate_call_id", id=call_id)
         seen.add(call_id)
         validated.append((call_id, bounded_string(read_key(call, "name"), limits.max_name_bytes, "name", index)))
+        _refuse_misread_pairing_id(call, call_id, index)
     ctx.validated = validated
+
+
+def _refuse_misread_pairing_id(call: object, call_id: str, index: int) -> None:
+    """Deviation D9: an entry whose ``call_id`` differs from its ``id`` is a provider item begin would misread.
+
+    An OpenAI Responses ``function_call`` item has ``id`` (``fc_…``) *and*
+    ``call_id`` (``call_…``); its result must carry ``call_id``.  Announcing it
+    under ``id`` would export results the provider refuses, so it is refused
+    here, after the original's own checks of the entry.
+
+    ``call_id`` is read only where reading it runs no caller code the original
+    would not run: from a plain ``dict``, and from an object whose *class*
+    declares a ``call_id`` field (an SDK model, a dataclass, an annotated
+    class), found without touching the instance.  Any other entry is read
+    exactly as the original reads it (``id``, then ``name``).
+    """
+    if type(call) is dict:
+        pairing_id = call.get("call_id", ABSENT)
+    elif _class_declares(type(call), "call_id"):
+        pairing_id = read_key(call, "call_id")
+    else:
+        return
+    if not _absent(pairing_id) and not _same_plain_string(pairing_id, call_id):
+        raise spec_error("provider_item_ambiguous", index=index)
+
+
+def _class_declares(cls: type, name: str) -> bool:
+    """True if ``cls`` declares field ``name``: pydantic ``model_fields``, dataclass fields or class annotations."""
+    for klass in cls.__mro__:
+        own = vars(klass)
+        for table in (own.get("__pydantic_fields__"), own.get("__dataclass_fields__"), own.get("__annotations__")):
+            if isinstance(table, dict) and name in table:
+                return True
+    return False
 
 
 def validate_call_id(ctx: SettleContext) -> None:
@@ -292,6 +335,7 @@ def normalize_outcome(ctx: SettleContext) -> None:
         outcome = ctx.outcome
         if not is_object(outcome):
             raise spec_error("outcome_not_object")
+        _refuse_unknown_keys(outcome, _OUTCOME_KEYS, "outcome_key_unknown")
         status = _member(read_key(outcome, "status"), _SETTLED_STATUSES)
         if status is None:
             raise spec_error("outcome_status_invalid")
@@ -318,6 +362,21 @@ def normalize_outcome(ctx: SettleContext) -> None:
     ctx.settlement = Settlement(status, "reported", code=code, message=message)  # type: ignore[arg-type]
 
 
+def _refuse_unknown_keys(value: object, known: frozenset[str], code: str) -> None:
+    """Deviation D10: a mapping outcome or close reason with a key the spec does not define is refused.
+
+    A typo (``{"stauts": …}``, ``{"side_effects": …}``) would otherwise be
+    ignored and the defaults used in silence.  Only mappings have a key set to
+    check; other objects are read by attribute and their other attributes are
+    none of the closure's business.
+    """
+    if not issubclass(type(value), Mapping):
+        return
+    for key in cast(Mapping[Any, Any], value):  # a custom mapping's __iter__ is caller code (normalize phase)
+        if not (issubclass(type(key), str) and str.__str__(key) in known):
+            raise spec_error(code, key=truncate_utf8(to_js_string(key), _MAX_KEY_IN_MESSAGE))
+
+
 def _default_message(texts: Mapping[str, str], status: str) -> str:
     return texts["settle_error_message"] if status == "error" else texts["cancel_message"]
 
@@ -330,6 +389,7 @@ def normalize_close_reason(ctx: CloseContext) -> None:
         reason = {}  # deviation D1: None is the absent reason
     elif not is_object(reason):
         raise spec_error("reason_not_object")  # deviation D2
+    _refuse_unknown_keys(reason, _REASON_KEYS, "reason_key_unknown")
     raw_status = read_key(reason, "status")
     status = "cancelled" if _absent(raw_status) else _member(raw_status, _CLOSE_STATUSES)
     if status is None:

@@ -28,12 +28,25 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
-from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.sdk_types import (
+    AnthropicContentBlockParam,
+    AnthropicMessageParam,
+    AnthropicToolResultBlockParam,
+)
 from tool_call_closure.values import Snapshot
 
-__all__ = ["FORMAT", "PROVIDER", "AnthropicStream", "ingest", "render_tool_results"]
+__all__ = [
+    "FORMAT",
+    "PROVIDER",
+    "AnthropicStream",
+    "check_messages",
+    "ingest",
+    "next_messages",
+    "render_tool_results",
+]
 
 FORMAT: Final = "anthropic"
 """The export format this module renders (``spec/machine.json``)."""
@@ -174,3 +187,104 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
             item["is_error"] = True
         payload.append(item)
     return payload
+
+
+# --------------------------------------------------------------------------- the next request
+
+
+def _assistant_content(source: object) -> list[Any]:
+    """The assistant turn's blocks: a ``Message``'s content as is (thinking signatures intact), or rebuilt calls."""
+    if isinstance(source, Sequence) and not isinstance(source, str | bytes):
+        blocks = list(source)
+    else:
+        blocks = items(field(source, "content"))
+    return [
+        {"type": "tool_use", "id": b.id, "name": b.name, "input": b.arguments if isinstance(b.arguments, dict) else {}}
+        if isinstance(b, ToolCall)
+        else b
+        for b in blocks
+    ]
+
+
+MISSING_RESULTS: Final = (
+    "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: {ids}. "
+    "Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+)
+UNEXPECTED_RESULT: Final = (
+    "messages.{index}.content.{block}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. "
+    "Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+)
+NO_TOOL_USE: Final = (
+    "messages.{index}.content.{block}: `tool_result` block(s) provided when previous message does not contain "
+    "any `tool_use` blocks"
+)
+DUPLICATE_RESULT: Final = (
+    "messages.{index}.content.{block}: each tool_use must have a single result. "
+    "Found multiple `tool_result` blocks with id: {id}"
+)
+
+
+def _blocks(message: object) -> list[Any]:
+    content = field(message, "content")
+    return [] if isinstance(content, str) else items(content)
+
+
+def check_messages(messages: Sequence[Any]) -> None:
+    """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Messages would refuse.
+
+    The rule: the ``tool_result`` blocks answering an assistant message's
+    ``tool_use`` blocks come in the very next (user) message, *first* in its
+    content, one per id; a ``tool_result`` answers a ``tool_use`` of the
+    message right before it.
+    """
+    previous_uses: list[str] = []
+    for index, message in enumerate(messages):
+        blocks = _blocks(message)
+        leading: list[str] = []  # the tool_use_ids of the tool_result blocks before any other block
+        for position, block in enumerate(blocks):
+            if field(block, "type") != "tool_result":
+                continue
+            result_id = field(block, "tool_use_id")
+            where = {"index": index, "block": position, "id": result_id}
+            if not previous_uses:
+                raise ProviderRuleError(NO_TOOL_USE.format(**where), provider=PROVIDER, index=index)
+            if result_id not in previous_uses:
+                raise ProviderRuleError(UNEXPECTED_RESULT.format(**where), provider=PROVIDER, index=index)
+            if result_id in leading:
+                raise ProviderRuleError(DUPLICATE_RESULT.format(**where), provider=PROVIDER, index=index)
+            if position == len(leading):
+                leading.append(result_id)
+        missing = [use for use in previous_uses if use not in leading]
+        if missing:
+            raise ProviderRuleError(
+                MISSING_RESULTS.format(index=index - 1, ids=", ".join(missing)), provider=PROVIDER, index=index - 1
+            )
+        previous_uses = [field(b, "id") for b in blocks if field(b, "type") == "tool_use"]
+    if previous_uses:  # the list ends with calls nobody answered
+        raise ProviderRuleError(
+            MISSING_RESULTS.format(index=len(messages) - 1, ids=", ".join(previous_uses)),
+            provider=PROVIDER,
+            index=len(messages) - 1,
+        )
+
+
+def next_messages(
+    assistant: object,
+    tool_results: Sequence[AnthropicToolResultBlockParam],
+    *,
+    then: str | Sequence[AnthropicContentBlockParam] = (),
+) -> list[AnthropicMessageParam]:
+    """The assistant turn, then one user message: the ``tool_result`` blocks first, then any new user content.
+
+    ``assistant`` is the ``Message`` (or its content, or the ingested calls of
+    a stream); ``tool_results`` is ``closure.to_anthropic_tool_results(snapshot)``;
+    ``then`` is new user text or blocks (a new user message while calls were
+    pending goes *after* their results).  Checked with :func:`check_messages`.
+    """
+    extra = [{"type": "text", "text": then}] if isinstance(then, str) else list(then)
+    messages: list[Any] = [
+        {"role": "assistant", "content": _assistant_content(assistant)},
+        {"role": "user", "content": [*tool_results, *extra]},
+    ]
+    check_messages(messages)
+    return messages

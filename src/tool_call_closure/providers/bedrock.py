@@ -32,12 +32,21 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
-from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.sdk_types import BedrockContentBlock, BedrockMessage
 from tool_call_closure.values import Snapshot
 
-__all__ = ["FORMAT", "PROVIDER", "BedrockStream", "ingest", "render_tool_results"]
+__all__ = [
+    "FORMAT",
+    "PROVIDER",
+    "BedrockStream",
+    "check_messages",
+    "ingest",
+    "next_messages",
+    "render_tool_results",
+]
 
 FORMAT: Final = "bedrock"
 """The export format this module renders (``spec/machine.json``)."""
@@ -172,3 +181,68 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
             tool_result["status"] = "error"
         payload.append({"toolResult": tool_result})
     return payload
+
+
+# --------------------------------------------------------------------------- the next request
+
+
+def _assistant_message(source: object) -> dict[str, Any]:
+    """The assistant turn: a Converse response's message, the message itself, or rebuilt from ingested calls."""
+    if isinstance(source, Sequence) and not isinstance(source, str | bytes):
+        return {
+            "role": "assistant",
+            "content": [
+                {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments if c.problem is None else {}}}
+                if isinstance(c, ToolCall)
+                else c
+                for c in source
+            ],
+        }
+    message = field(field(source, "output"), "message") or source
+    return {"role": field(message, "role") or "assistant", "content": items(field(message, "content"))}
+
+
+TOO_MANY_RESULTS: Final = "The number of toolResult blocks exceeds the number of toolUse blocks of previous turn."
+MISSING_RESULTS: Final = "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}"
+EMPTY_ERROR: Final = "messages.{index}.content.{block}: toolResult cannot be empty when status value is error"
+
+
+def check_messages(messages: Sequence[Any]) -> None:
+    """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Converse would refuse.
+
+    The rule: the user turn after an assistant turn with ``toolUse`` blocks
+    carries one ``toolResult`` per ``toolUseId`` (never more), and an error
+    result's content is not empty.
+    """
+    uses: list[str] = []
+    for index, message in enumerate(messages):
+        blocks = items(field(message, "content"))
+        results = [field(block, "toolResult") for block in blocks]
+        for position, result in enumerate(results):
+            if result is not None and field(result, "status") == "error" and not items(field(result, "content")):
+                raise ProviderRuleError(EMPTY_ERROR.format(index=index, block=position), provider=PROVIDER, index=index)
+        answered = [field(result, "toolUseId") for result in results if result is not None]
+        if len(answered) > len(uses):
+            raise ProviderRuleError(TOO_MANY_RESULTS, provider=PROVIDER, index=index)
+        missing = [use for use in uses if use not in answered]
+        if missing:
+            raise ProviderRuleError(
+                MISSING_RESULTS.format(index=index, ids=", ".join(missing)), provider=PROVIDER, index=index
+            )
+        uses = [field(field(block, "toolUse"), "toolUseId") for block in blocks if field(block, "toolUse") is not None]
+    if uses:
+        index = len(messages)
+        raise ProviderRuleError(
+            MISSING_RESULTS.format(index=index, ids=", ".join(uses)), provider=PROVIDER, index=index
+        )
+
+
+def next_messages(assistant: object, tool_results: Sequence[BedrockContentBlock]) -> list[BedrockMessage]:
+    """The assistant turn, then the user turn holding every ``toolResult`` (``closure.to_bedrock_tool_results``).
+
+    ``assistant`` is the ``converse`` response (or its message, or the
+    ingested calls of a stream).  Checked with :func:`check_messages`.
+    """
+    messages: list[Any] = [_assistant_message(assistant), {"role": "user", "content": list(tool_results)}]
+    check_messages(messages)
+    return messages

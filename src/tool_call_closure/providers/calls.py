@@ -27,7 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, final
 
-__all__ = ["Ingested", "SkippedItem", "ToolCall"]
+from tool_call_closure.errors import UsageError
+
+__all__ = ["Ingested", "ProviderRuleError", "SkippedItem", "ToolCall"]
 
 
 @final
@@ -88,3 +90,19 @@ class Ingested:
     def problems(self) -> tuple[ToolCall, ...]:
         """The calls that must be answered with an error and never executed."""
         return tuple(call for call in self.calls if call.problem is not None)
+
+
+class ProviderRuleError(UsageError):
+    """A message list breaks a provider's pairing rules; the message is the provider's own error text.
+
+    Raised by each provider module's preflight check (``check_messages`` /
+    ``check_input`` / ``check_contents``) before a request is sent, so the
+    mistake is found here rather than as an HTTP 400 one round trip later.
+    ``provider`` names the provider API; ``index`` is the position in the
+    list of the message the rule is about.
+    """
+
+    def __init__(self, message: str, *, provider: str, index: int) -> None:
+        super().__init__(message, code="provider_rule")
+        self.provider = provider
+        self.index = index

@@ -38,9 +38,10 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, items
 from tool_call_closure.providers.result_text import error_object
+from tool_call_closure.providers.sdk_types import GeminiContent, GeminiPart
 from tool_call_closure.values import Snapshot
 
 __all__ = [
@@ -48,8 +49,10 @@ __all__ = [
     "PROVIDER",
     "SYNTHETIC_ID_PREFIX",
     "GeminiStream",
+    "check_contents",
     "ingest",
     "is_synthetic_id",
+    "next_contents",
     "render_tool_results",
     "synthetic_id",
 ]
@@ -183,3 +186,65 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
             function_response = {"id": call.id, **function_response}
         payload.append({"function_response": function_response})
     return payload
+
+
+# --------------------------------------------------------------------------- the next request
+
+
+def _content_dict(content: object) -> Any:
+    if isinstance(content, dict):
+        return dict(content)
+    dump = getattr(content, "model_dump", None)
+    if callable(dump):  # an SDK Content: thought_signature bytes are kept as they are
+        return dump(exclude_none=True)
+    raise TypeError(f"a Gemini content must be a dict or an SDK Content, not {type(content).__name__}")
+
+
+def _model_content(source: object) -> Any:
+    """The model's turn: a response's first candidate content, a candidate's content, or a Content."""
+    candidates = field(source, "candidates")
+    if candidates is not None:
+        listed = items(candidates)
+        source = field(listed[0], "content") if listed else None
+    elif field(source, "content") is not None and field(source, "parts") is None:
+        source = field(source, "content")
+    return _content_dict(source)
+
+
+COUNT_MISMATCH: Final = (
+    "Please ensure that the number of function response parts is equal to the number of function call parts "
+    "of the function call turn."
+)
+
+
+def check_contents(contents: Sequence[Any]) -> None:
+    """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Gemini would refuse.
+
+    The rule: the content right after a turn with function calls has exactly
+    as many function responses (and, where the calls carry ids, one for each id).
+    """
+    for index, content in enumerate(contents):
+        calls = [field(part, "function_call") for part in items(field(content, "parts"))]
+        calls = [call for call in calls if call is not None]
+        if not calls:
+            continue
+        following = contents[index + 1] if index + 1 < len(contents) else None
+        responses = [field(part, "function_response") for part in items(field(following, "parts"))]
+        responses = [response for response in responses if response is not None]
+        call_ids = sorted(field(call, "id") or "" for call in calls)
+        response_ids = sorted(field(response, "id") or "" for response in responses)
+        if len(responses) != len(calls) or (all(call_ids) and call_ids != response_ids):
+            raise ProviderRuleError(COUNT_MISMATCH, provider=PROVIDER, index=index + 1)
+
+
+def next_contents(model_turn: object, function_responses: Sequence[GeminiPart]) -> list[GeminiContent]:
+    """The model's turn as it came (thought signatures intact), then **one** user Content with every response.
+
+    ``model_turn`` is the ``GenerateContentResponse`` (or its candidate, or its
+    ``Content``); ``function_responses`` is ``closure.to_gemini_function_responses(snapshot)``.
+    For a stream, pass the model Content you assembled from its chunks.
+    Checked with :func:`check_contents`.
+    """
+    contents: list[Any] = [_model_content(model_turn), {"role": "user", "parts": list(function_responses)}]
+    check_contents(contents)
+    return contents

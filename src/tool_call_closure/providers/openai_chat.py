@@ -38,12 +38,26 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
-from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.sdk_types import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolMessageParam,
+)
 from tool_call_closure.values import Snapshot
 
-__all__ = ["FORMAT", "PROVIDER", "ChatStream", "ingest", "render_tool_results"]
+__all__ = [
+    "FORMAT",
+    "PROVIDER",
+    "ChatStream",
+    "assistant_message",
+    "check_messages",
+    "ingest",
+    "next_messages",
+    "render_tool_results",
+]
 
 FORMAT: Final = "openai_chat"
 """The export format this module renders (``spec/machine.json``)."""
@@ -188,3 +202,111 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
         for call in snapshot.calls
         if call.settlement is not None
     ]
+
+
+# --------------------------------------------------------------------------- the next request
+
+
+def assistant_message(source: object) -> ChatCompletionAssistantMessageParam:
+    """The assistant message that announced the calls, as a request parameter.
+
+    ``source`` is what the model returned (a ``ChatCompletion``, a choice, its
+    message — SDK objects or dicts) or, for a stream, the ingested calls
+    (``ChatStream.finish().calls``).  Every call is echoed with its id, name
+    and raw arguments text, the incomplete ones included: each gets a result.
+    """
+    if isinstance(source, Sequence) and not isinstance(source, str | bytes):
+        content, calls = None, list(source)
+    else:
+        message, _ = _message_of(source)
+        content = field(message, "content")
+        calls = items(field(message, "tool_calls"))
+    tool_calls: list[dict[str, Any]] = []
+    for call in calls:
+        if isinstance(call, ToolCall):
+            tool_calls.append(
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json}}
+            )
+        elif (field(call, "type") or "function") == "custom":
+            custom = field(call, "custom")
+            tool_calls.append(
+                {
+                    "id": field(call, "id"),
+                    "type": "custom",
+                    "custom": {"name": field(custom, "name"), "input": field(custom, "input")},
+                }
+            )
+        else:
+            function = field(call, "function")
+            tool_calls.append(
+                {
+                    "id": field(call, "id"),
+                    "type": "function",
+                    "function": {"name": field(function, "name"), "arguments": field(function, "arguments") or ""},
+                }
+            )
+    message_param: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message_param["tool_calls"] = tool_calls
+    typed: ChatCompletionAssistantMessageParam = message_param  # type: ignore[assignment,unused-ignore]  # its SDK type
+    return typed
+
+
+MISSING_RESULTS: Final = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. "
+    "The following tool_call_ids did not have response messages: {ids}"
+)
+NO_MATCHING_CALL: Final = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+)
+DUPLICATE_RESULT: Final = (
+    "Invalid parameter: Duplicate value for 'tool_call_id' of '{id}', in messages[{first}] and messages[{second}]."
+)
+
+
+def check_messages(messages: Sequence[Any]) -> None:
+    """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Chat Completions would refuse.
+
+    The rule: an assistant message with ``tool_calls`` is followed directly
+    by one ``role: "tool"`` message per call id, and a tool message answers a
+    call of the assistant message right before its run of tool messages.
+    """
+    pending: dict[str, None] = {}  # ids still owed, in announcement order
+    answered: dict[str, int] = {}  # id -> the index of the tool message that answered it
+    owner = -1  # the index of the assistant message whose calls are pending
+    for index, message in enumerate(messages):
+        role = field(message, "role")
+        if role == "tool":
+            call_id = field(message, "tool_call_id")
+            if call_id in answered:
+                raise ProviderRuleError(
+                    DUPLICATE_RESULT.format(id=call_id, first=answered[call_id], second=index),
+                    provider=PROVIDER,
+                    index=index,
+                )
+            if call_id not in pending:
+                raise ProviderRuleError(NO_MATCHING_CALL, provider=PROVIDER, index=index)
+            del pending[call_id]
+            answered[call_id] = index
+            continue
+        if pending:
+            raise ProviderRuleError(MISSING_RESULTS.format(ids=", ".join(pending)), provider=PROVIDER, index=owner)
+        answered = {}
+        calls = items(field(message, "tool_calls")) if role == "assistant" else []
+        pending = {field(call, "id"): None for call in calls}
+        owner = index
+    if pending:
+        raise ProviderRuleError(MISSING_RESULTS.format(ids=", ".join(pending)), provider=PROVIDER, index=owner)
+
+
+def next_messages(
+    assistant: object, tool_messages: Sequence[ChatCompletionToolMessageParam]
+) -> list[ChatCompletionMessageParam]:
+    """What follows the history in the next request: the assistant message echoing the calls, then the results.
+
+    ``tool_messages`` is ``closure.to_openai_chat_completions(snapshot)``.
+    The pair is checked with :func:`check_messages` before it is returned.
+    """
+    messages: list[Any] = [assistant_message(assistant), *tool_messages]
+    check_messages(messages)
+    return messages

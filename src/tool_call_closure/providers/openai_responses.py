@@ -33,12 +33,21 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
-from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
 from tool_call_closure.values import Snapshot
 
-__all__ = ["FORMAT", "PROVIDER", "ResponsesStream", "ingest", "render_tool_results"]
+__all__ = [
+    "FORMAT",
+    "PROVIDER",
+    "ResponsesStream",
+    "check_input",
+    "ingest",
+    "next_input",
+    "render_tool_results",
+]
 
 FORMAT: Final = "openai_responses"
 """The export format this module renders (``spec/machine.json``)."""
@@ -170,3 +179,85 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
         for call in snapshot.calls
         if call.settlement is not None
     ]
+
+
+# --------------------------------------------------------------------------- the next request
+
+
+def _input_item(item: object) -> Any:
+    """An output item as an input item: dicts are copied, SDK models dumped, ingested calls rebuilt."""
+    if isinstance(item, ToolCall):
+        return {"type": "function_call", "call_id": item.id, "name": item.name, "arguments": item.arguments_json}
+    if isinstance(item, dict):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):  # an SDK model: its JSON form is the input item's form
+        return dump(mode="json", exclude_none=True)
+    raise TypeError(f"an output item must be a dict, an SDK model or a ToolCall, not {type(item).__name__}")
+
+
+NO_OUTPUT: Final = "No tool output found for function call {id}."
+NO_CALL: Final = "No tool call found for function call output with call_id {id}."
+DUPLICATE_ITEM: Final = "Duplicate item found with id {id}. Remove duplicate items from your input and try again."
+ORPHAN_REASONING: Final = "Item '{id}' of type 'reasoning' was provided without its required following item."
+
+
+def check_input(input_items: Sequence[Any], *, previous_response_id: bool = False) -> None:
+    """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Responses would refuse.
+
+    Every ``function_call`` has exactly one ``function_call_output`` with its
+    ``call_id``; every output answers a call in the input — or, with
+    ``previous_response_id=True``, a call of the previous response, which this
+    check cannot see, so only duplicates are checked for such outputs; no two
+    items share an ``id``; a ``reasoning`` item is followed by another model item.
+    """
+    calls: dict[str, int] = {}
+    outputs: dict[str, int] = {}
+    ids: set[str] = set()
+    for index, item in enumerate(input_items):
+        kind = field(item, "type")
+        item_id = field(item, "id")
+        if item_id is not None:
+            if item_id in ids:
+                raise ProviderRuleError(DUPLICATE_ITEM.format(id=item_id), provider=PROVIDER, index=index)
+            ids.add(item_id)
+        if kind == "function_call":
+            call_id = field(item, "call_id")
+            if call_id in calls:
+                raise ProviderRuleError(DUPLICATE_ITEM.format(id=item_id or call_id), provider=PROVIDER, index=index)
+            calls[call_id] = index
+        elif kind == "function_call_output":
+            call_id = field(item, "call_id")
+            if call_id in outputs:
+                raise ProviderRuleError(DUPLICATE_ITEM.format(id=call_id), provider=PROVIDER, index=index)
+            if call_id not in calls and not previous_response_id:
+                raise ProviderRuleError(NO_CALL.format(id=call_id), provider=PROVIDER, index=index)
+            outputs[call_id] = index
+        elif kind == "reasoning":
+            following = input_items[index + 1] if index + 1 < len(input_items) else None
+            if following is None or field(following, "type") in ("reasoning", "function_call_output", None):
+                raise ProviderRuleError(ORPHAN_REASONING.format(id=item_id), provider=PROVIDER, index=index)
+    for call_id, index in calls.items():
+        if call_id not in outputs:
+            raise ProviderRuleError(NO_OUTPUT.format(id=call_id), provider=PROVIDER, index=index)
+
+
+def next_input(
+    output: object, outputs: Sequence[ResponsesFunctionCallOutput], *, previous_response_id: bool = False
+) -> list[ResponsesInputItem]:
+    """The ``input`` of the next request around the results (``closure.to_openai_responses(snapshot)``).
+
+    With ``previous_response_id=True`` (the next request names the previous
+    response, whose items the server keeps) that is the results alone;
+    otherwise the previous response's output items (a ``Response``, its
+    ``output`` list, or the ingested calls of a stream), in order, then the
+    results.  Checked with :func:`check_input` before it is returned.
+    """
+    next_items: list[Any]
+    if previous_response_id:
+        next_items = list(outputs)
+    else:
+        source = items(field(output, "output")) if field(output, "output") is not None else items(output)
+        next_items = [*(_input_item(item) for item in source), *outputs]
+    check_input(next_items, previous_response_id=previous_response_id)
+    return next_items

@@ -19,10 +19,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "AnthropicContentBlockParam",
     "AnthropicMessageParam",
     "AnthropicToolResultBlockParam",
     "BedrockContentBlock",
     "BedrockMessage",
+    "ChatCompletionAssistantMessageParam",
     "ChatCompletionMessageParam",
     "ChatCompletionToolMessageParam",
     "GeminiContent",
@@ -32,6 +34,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from anthropic.types import (  # type: ignore[import-not-found,unused-ignore]
+        ContentBlockParam as AnthropicContentBlockParam,
+    )
     from anthropic.types import (  # type: ignore[import-not-found,unused-ignore]
         MessageParam as AnthropicMessageParam,
     )
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
         MessageTypeDef as BedrockMessage,
     )
     from openai.types.chat import (  # type: ignore[import-not-found,unused-ignore]
+        ChatCompletionAssistantMessageParam,
         ChatCompletionMessageParam,
         ChatCompletionToolMessageParam,
     )
@@ -61,8 +67,8 @@ if TYPE_CHECKING:
         ResponseInputItemParam as ResponsesInputItem,
     )
 else:
-    AnthropicMessageParam = AnthropicToolResultBlockParam = dict
+    AnthropicContentBlockParam = AnthropicMessageParam = AnthropicToolResultBlockParam = dict
     GeminiContent = GeminiPart = dict
     BedrockContentBlock = BedrockMessage = dict
-    ChatCompletionMessageParam = ChatCompletionToolMessageParam = dict
+    ChatCompletionAssistantMessageParam = ChatCompletionMessageParam = ChatCompletionToolMessageParam = dict
     ResponsesFunctionCallOutput = ResponsesInputItem = dict
