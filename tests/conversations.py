@@ -45,6 +45,8 @@ class Conversation:
 
     def __init__(self, stub: ProviderStub) -> None:
         self.stub = stub
+        self.turn: Any = None  # the model's last turn as the SDK returned it (or the ingested calls of a stream)
+        self.echo: list[Any] = []  # that turn as the naive loop echoes it into the transcript
 
     def ask(self, *, stream: bool = False) -> Ingested:
         raise NotImplementedError
@@ -76,7 +78,7 @@ class ChatConversation(Conversation):
         try:
             if not stream:
                 completion = self.client.chat.completions.create(model="gpt-stub", messages=self.messages)
-                self.messages.append(completion.choices[0].message.model_dump(exclude_none=True))
+                self.turn, self.echo = completion, [completion.choices[0].message.model_dump(exclude_none=True)]
                 return openai_chat.ingest(completion)
             accumulator = openai_chat.ChatStream()
             for chunk in self.client.chat.completions.create(model="gpt-stub", messages=self.messages, stream=True):
@@ -88,23 +90,20 @@ class ChatConversation(Conversation):
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
             for c in ingested.calls
         ]
-        self.messages.append(
-            {"role": "assistant", "content": None, "tool_calls": echo}
-            if echo
-            else {"role": "assistant", "content": "…"}
-        )
+        self.turn, self.echo = ingested.calls, [{"role": "assistant", "content": None, "tool_calls": echo}]
         return ingested
 
     def ask(self, *, stream: bool = False) -> Ingested:
         return self._create(stream)
 
     def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
-        self.messages.extend(closure.to_openai_chat_completions(snapshot))
+        self.messages.extend(openai_chat.next_messages(self.turn, closure.to_openai_chat_completions(snapshot)))
         if user_text is not None:
             self.messages.append({"role": "user", "content": user_text})
         return self._create(False)
 
     def send_naive(self, results: list[tuple[ToolCall, str]], user_text: str | None = None) -> Ingested:
+        self.messages.extend(self.echo)
         self.messages.extend({"role": "tool", "tool_call_id": c.id, "content": text} for c, text in results)
         if user_text is not None:
             self.messages.append({"role": "user", "content": user_text})
@@ -124,7 +123,7 @@ class ResponsesConversation(Conversation):
         try:
             if not stream:
                 response = self.client.responses.create(model="gpt-stub", input=self.items)
-                self.items.extend(item.model_dump(exclude_none=True) for item in response.output)
+                self.turn, self.echo = response, [item.model_dump(exclude_none=True) for item in response.output]
                 return openai_responses.ingest(response)
             accumulator = openai_responses.ResponsesStream()
             for event in self.client.responses.create(model="gpt-stub", input=self.items, stream=True):
@@ -132,22 +131,24 @@ class ResponsesConversation(Conversation):
         except openai.BadRequestError as error:
             raise self.refused(error) from error
         ingested = accumulator.finish()
-        self.items.extend(
+        self.turn = ingested.calls
+        self.echo = [
             {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments_json}
             for c in ingested.calls
-        )
+        ]
         return ingested
 
     def ask(self, *, stream: bool = False) -> Ingested:
         return self._create(stream)
 
     def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
-        self.items.extend(closure.to_openai_responses(snapshot))
+        self.items.extend(openai_responses.next_input(self.turn, closure.to_openai_responses(snapshot)))
         if user_text is not None:
             self.items.append({"role": "user", "content": user_text})
         return self._create(False)
 
     def send_naive(self, results: list[tuple[ToolCall, str]], user_text: str | None = None) -> Ingested:
+        self.items.extend(self.echo)
         self.items.extend({"type": "function_call_output", "call_id": c.id, "output": text} for c, text in results)
         if user_text is not None:
             self.items.append({"role": "user", "content": user_text})
@@ -167,9 +168,10 @@ class AnthropicConversation(Conversation):
         try:
             if not stream:
                 message = self.client.messages.create(model="claude-stub", max_tokens=1024, messages=self.messages)
-                self.messages.append(
+                self.turn = message
+                self.echo = [
                     {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]}
-                )
+                ]
                 return anthropic_provider.ingest(message)
             accumulator = anthropic_provider.AnthropicStream()
             for event in self.client.messages.create(
@@ -183,27 +185,25 @@ class AnthropicConversation(Conversation):
             {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments if c.runnable else {}}
             for c in ingested.calls
         ]
-        self.messages.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "…"}]})
+        self.turn, self.echo = ingested.calls, [{"role": "assistant", "content": blocks}]
         return ingested
 
     def ask(self, *, stream: bool = False) -> Ingested:
         return self._create(stream)
 
-    def _user(self, blocks: list[Any], user_text: str | None) -> Ingested:
-        if user_text is not None:
-            blocks = [*blocks, {"type": "text", "text": user_text}]  # results FIRST, then the new text
-        self.messages.append({"role": "user", "content": blocks})
+    def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
+        results = closure.to_anthropic_tool_results(snapshot)
+        then = () if user_text is None else user_text  # a new user message goes after the results
+        self.messages.extend(anthropic_provider.next_messages(self.turn, results, then=then))
         return self._create(False)
 
-    def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
-        return self._user(list(closure.to_anthropic_tool_results(snapshot)), user_text)
-
     def send_naive(self, results: list[tuple[ToolCall, str]], user_text: str | None = None) -> Ingested:
-        blocks = [{"type": "tool_result", "tool_use_id": c.id, "content": text} for c, text in results]
-        if not blocks and user_text is not None:
-            self.messages.append({"role": "user", "content": user_text})
-            return self._create(False)
-        return self._user(blocks, user_text)
+        self.messages.extend(self.echo)
+        blocks: list[Any] = [{"type": "tool_result", "tool_use_id": c.id, "content": text} for c, text in results]
+        if user_text is not None:
+            blocks.append({"type": "text", "text": user_text})
+        self.messages.append({"role": "user", "content": blocks})
+        return self._create(False)
 
 
 class GeminiConversation(Conversation):
@@ -212,37 +212,38 @@ class GeminiConversation(Conversation):
     def __init__(self, stub: ProviderStub) -> None:
         super().__init__(stub)
         self.client = genai.Client(api_key="stub", http_options=genai_types.HttpOptions(base_url=stub.base_url))
-        self.contents: list[genai_types.Content] = [
-            genai_types.Content(role="user", parts=[genai_types.Part(text=PROMPT)])
-        ]
+        self.contents: list[Any] = [{"role": "user", "parts": [{"text": PROMPT}]}]
 
     def _create(self) -> Ingested:
         try:
-            response = self.client.models.generate_content(model="gemini-stub", contents=self.contents)  # type: ignore[arg-type]
+            response = self.client.models.generate_content(model="gemini-stub", contents=self.contents)
         except genai.errors.ClientError as error:
             raise self.refused(error) from error
         assert response.candidates
         assert response.candidates[0].content is not None
-        self.contents.append(response.candidates[0].content)
+        self.turn, self.echo = response, [response.candidates[0].content]
         return gemini_provider.ingest(response)
 
     def ask(self, *, stream: bool = False) -> Ingested:
         assert not stream
         return self._create()
 
-    def _user(self, parts: list[Any], user_text: str | None) -> Ingested:
+    def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
+        contents: list[Any] = gemini_provider.next_contents(self.turn, closure.to_gemini_function_responses(snapshot))
         if user_text is not None:
-            parts = [*parts, genai_types.Part(text=user_text)]
-        self.contents.append(genai_types.Content(role="user", parts=parts))
+            contents[-1]["parts"].append({"text": user_text})
+        self.contents.extend(contents)
         return self._create()
 
-    def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
-        parts = [genai_types.Part.model_validate(p) for p in closure.to_gemini_function_responses(snapshot)]
-        return self._user(parts, user_text)
-
     def send_naive(self, results: list[tuple[ToolCall, str]], user_text: str | None = None) -> Ingested:
-        parts = [genai_types.Part.from_function_response(name=c.name, response={"output": text}) for c, text in results]
-        return self._user(parts, user_text)
+        self.contents.extend(self.echo)
+        parts: list[Any] = [
+            genai_types.Part.from_function_response(name=c.name, response={"output": text}) for c, text in results
+        ]
+        if user_text is not None:
+            parts.append(genai_types.Part(text=user_text))
+        self.contents.append(genai_types.Content(role="user", parts=parts))
+        return self._create()
 
 
 class BedrockConversation(Conversation):
@@ -264,25 +265,27 @@ class BedrockConversation(Conversation):
             response = self.client.converse(modelId="stub.model", messages=self.messages)
         except self.client.exceptions.ValidationException as error:
             raise self.refused(error) from error
-        self.messages.append(response["output"]["message"])
+        self.turn, self.echo = response, [response["output"]["message"]]
         return bedrock_provider.ingest(response)
 
     def ask(self, *, stream: bool = False) -> Ingested:
         assert not stream
         return self._create()
 
-    def _user(self, blocks: list[Any], user_text: str | None) -> Ingested:
+    def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
+        messages: list[Any] = bedrock_provider.next_messages(self.turn, closure.to_bedrock_tool_results(snapshot))
         if user_text is not None:
-            blocks = [*blocks, {"text": user_text}]
-        self.messages.append({"role": "user", "content": blocks})
+            messages[-1]["content"].append({"text": user_text})
+        self.messages.extend(messages)
         return self._create()
 
-    def send(self, closure: ToolCallClosure, snapshot: Snapshot, user_text: str | None = None) -> Ingested:
-        return self._user(list(closure.to_bedrock_tool_results(snapshot)), user_text)
-
     def send_naive(self, results: list[tuple[ToolCall, str]], user_text: str | None = None) -> Ingested:
-        blocks = [{"toolResult": {"toolUseId": c.id, "content": [{"text": text}]}} for c, text in results]
-        return self._user(blocks, user_text)
+        self.messages.extend(self.echo)
+        blocks: list[Any] = [{"toolResult": {"toolUseId": c.id, "content": [{"text": text}]}} for c, text in results]
+        if user_text is not None:
+            blocks.append({"text": user_text})
+        self.messages.append({"role": "user", "content": blocks})
+        return self._create()
 
 
 CONVERSATIONS: dict[str, type[Conversation]] = {
