@@ -101,7 +101,7 @@ def check_chat(messages: list[dict[str, Any]]) -> None:
         expected = [c["id"] for c in message["tool_calls"]]
         answered: dict[str, int] = {}
         while position < len(messages) and messages[position].get("role") == "tool":
-            call_id = messages[position].get("tool_call_id")
+            call_id = str(messages[position].get("tool_call_id"))
             if call_id not in expected:
                 raise StubRefusalError(orphan)
             if call_id in answered:
@@ -286,8 +286,8 @@ class ProviderStub:
     @property
     def base_url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     # scripting and records
 
@@ -623,7 +623,7 @@ def _anthropic_stream(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> I
     yield "message_start", {"type": "message_start", "message": _anthropic_message(stub, body, [], None)}
     for index, call in enumerate(turn.calls):
         truncated = turn.truncate_last and index == len(turn.calls) - 1
-        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
         first, second = _halves(call.arguments)
         for piece in (first,) if truncated else (first, second):
