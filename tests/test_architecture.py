@@ -120,7 +120,18 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
         ("tool_call_closure.machine", ["table", "context", "semantics", "interpreter", "diagram"]),
         (
             "tool_call_closure.providers",
-            ["openai_chat", "openai_responses", "anthropic", "gemini", "bedrock", "calls", "reading", "result_text"],
+            [
+                "openai_chat",
+                "openai_responses",
+                "anthropic",
+                "gemini",
+                "bedrock",
+                "mistral",
+                "calls",
+                "reading",
+                "result_text",
+                "sdk_types",
+            ],
         ),
         (
             "tool_call_closure.conformance",

@@ -1,8 +1,8 @@
-"""Every Python block in the README passes ``mypy --strict`` and runs; each provider's agent-loop block is short.
+"""Every Python block in the README runs; each provider's agent-loop block is short.
 
-The provider blocks need the SDKs (pinned dev dependencies) for the type
-checker; they define functions only, so running them checks their imports
-and definitions, and the quick start runs end to end.
+``tests/test_typing.py`` checks every block with ``mypy --strict`` (the SDKs
+are pinned dev dependencies).  The provider blocks define functions only, so
+running them checks their imports and definitions at run time.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
-MYPY = Path(sys.executable).with_name("mypy")
 
 
 def _agent_loop_blocks() -> list[str]:
@@ -35,31 +34,6 @@ def test_the_readme_has_the_quick_start_and_one_agent_loop_block_per_provider() 
 @pytest.mark.parametrize("index", range(len(_agent_loop_blocks())))
 def test_each_agent_loop_block_is_under_20_lines(index: int) -> None:
     assert len(_agent_loop_blocks()[index].splitlines()) < 20
-
-
-def test_every_readme_python_block_passes_mypy_strict(tmp_path: Path) -> None:
-    files = []
-    for number, block in enumerate(BLOCKS):
-        path = tmp_path / f"readme_block_{number}.py"
-        path.write_text(block, encoding="utf-8")
-        files.append(str(path))
-    done = subprocess.run(
-        [
-            str(MYPY),
-            "--strict",
-            "--config-file",
-            str(ROOT / "pyproject.toml"),
-            "--cache-dir",
-            str(ROOT / ".mypy_cache"),
-            *files,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("number", range(len(BLOCKS)))

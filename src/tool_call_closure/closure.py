@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import json_stringify, truncate_utf8
 from tool_call_closure.errors import TableError, spec_error
+from tool_call_closure.inputs import CallInput, CloseReasonInput, Outcome
 from tool_call_closure.machine.context import (
     BeginContext,
     CloseContext,
@@ -52,7 +53,7 @@ from tool_call_closure.providers.sdk_types import (
     GeminiPart,
     ResponsesFunctionCallOutput,
 )
-from tool_call_closure.values import BeginResult, Diagnostic, Limits, Rejection, SettlementResult, Snapshot
+from tool_call_closure.values import BatchHandle, BeginResult, Diagnostic, Limits, Rejection, SettlementResult, Snapshot
 
 __all__ = ["ToolCallClosure", "create_tool_call_closure", "to_json"]
 
@@ -158,7 +159,7 @@ class ToolCallClosure:
         result: int | None = self._machine.run("active_generation", ReadContext(self, "active_generation"))
         return result
 
-    def begin(self, calls: Any) -> BeginResult:
+    def begin(self, calls: Sequence[CallInput]) -> BeginResult:
         """Announce a new generation of calls (a list or tuple of ``{"id", "name"}`` mappings).
 
         An open generation is closed first, its pending calls cancelled with
@@ -169,7 +170,7 @@ class ToolCallClosure:
         result: BeginResult = self._machine.run("begin", BeginContext(self, "begin", calls))
         return result
 
-    def settle(self, handle: Any, call_id: Any, outcome: Any) -> SettlementResult:
+    def settle(self, handle: BatchHandle, call_id: str, outcome: Outcome) -> SettlementResult:
         """Record the terminal outcome of ``call_id``: ``{"status": "success", "content": …}`` or
         ``{"status": "error" | "cancelled", "code"?: str, "message"?: …}``.
 
@@ -183,7 +184,7 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def succeed(self, handle: Any, call_id: Any, content: Any = ABSENT) -> SettlementResult:
+    def succeed(self, handle: BatchHandle, call_id: str, content: Any = ABSENT) -> SettlementResult:
         """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
         ctx = SettleContext(self, "succeed", handle, call_id)
         ctx.fixed_status = "success"
@@ -191,7 +192,9 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def fail(self, handle: Any, call_id: Any, error: Any = ABSENT, code: Any = None) -> SettlementResult:
+    def fail(
+        self, handle: BatchHandle, call_id: str, error: BaseException | object = ABSENT, code: str | None = None
+    ) -> SettlementResult:
         """``settle`` with status error; an exception contributes its text, never its traceback."""
         ctx = SettleContext(self, "fail", handle, call_id)
         ctx.fixed_status = "error"
@@ -202,7 +205,9 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def cancel(self, handle: Any, call_id: Any, message: Any = None, code: Any = None) -> SettlementResult:
+    def cancel(
+        self, handle: BatchHandle, call_id: str, message: object = None, code: str | None = None
+    ) -> SettlementResult:
         """``settle`` with status cancelled."""
         ctx = SettleContext(self, "cancel", handle, call_id)
         ctx.fixed_status = "cancelled"
@@ -212,7 +217,7 @@ class ToolCallClosure:
         result: SettlementResult = self._machine.run("settle", ctx)
         return result
 
-    def close(self, handle: Any, reason: Any = None) -> Snapshot | Rejection:
+    def close(self, handle: BatchHandle, reason: CloseReasonInput | None = None) -> Snapshot | Rejection:
         """Close the current generation: every pending call gets a synthetic outcome.
 
         ``reason`` is ``{"status": "error" | "cancelled", "code"?, "message"?,
@@ -223,7 +228,7 @@ class ToolCallClosure:
         result: Snapshot | Rejection = self._machine.run("close", CloseContext(self, "close", handle, reason))
         return result
 
-    def seal(self, handle: Any) -> Snapshot | Rejection:
+    def seal(self, handle: BatchHandle) -> Snapshot | Rejection:
         """Close a generation whose calls were all reported (``pending_calls`` rejection otherwise)."""
         result: Snapshot | Rejection = self._machine.run("seal", SealContext(self, "seal", handle))
         return result

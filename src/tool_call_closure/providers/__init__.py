@@ -24,7 +24,15 @@ module                    table format            payload item
 Every provider module has the same public shape: ``ingest(value) -> Ingested``
 (:mod:`.calls`), a stream accumulator class with ``add(chunk_or_event)`` and
 ``finish()``, and ``render_tool_results(snapshot)``.  :mod:`.reading` holds
-the one duck-typing rule and the one JSON-arguments rule they share.
+the one duck-typing rule and the one JSON-arguments rule they share;
+:mod:`.sdk_types` names the SDKs' parameter types for type checkers only;
+:mod:`.mistral` maps any id to Mistral's 9-character id rule.
+
+Each provider module also assembles the next request around the results
+(``next_messages`` / ``next_input`` / ``next_contents``) and checks a whole
+message list the way the provider does (``check_messages`` / ``check_input``
+/ ``check_contents``), raising :class:`.ProviderRuleError` with the
+provider's own error text.
 
 The text every format carries for a call is the same (ADP-5,
 :func:`.result_text.result_text`).
@@ -35,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+from tool_call_closure.providers import anthropic, bedrock, gemini, mistral, openai_chat, openai_responses
 from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
 from tool_call_closure.values import Snapshot
 
@@ -47,6 +55,7 @@ __all__ = [
     "anthropic",
     "bedrock",
     "gemini",
+    "mistral",
     "openai_chat",
     "openai_responses",
 ]

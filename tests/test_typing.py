@@ -1,0 +1,89 @@
+"""The typed surface, checked by mypy --strict: the SDK calls type-check with what the library returns, typos do not.
+
+``tests/typing/usage_*.py`` call each SDK client's ``create`` with the
+exports and next-request helpers, with no cast and no ignore; they must pass
+``mypy --strict``.  ``tests/typing/rejected_inputs.py`` must fail exactly on
+its marked lines, with the marked error codes: the typed inputs are shown to
+catch what they promise.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TYPING = ROOT / "tests" / "typing"
+USAGE = sorted(TYPING.glob("usage_*.py"))
+REJECTED = TYPING / "rejected_inputs.py"
+ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[a-z-]+)\]$")
+
+
+def _mypy(*files: Path) -> tuple[int, set[tuple[str, int, str]]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes", *map(str, files)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    errors = set()
+    for line in done.stdout.splitlines():
+        match = ERROR_LINE.match(line)
+        assert match is not None or ": note:" in line, line
+        if match is not None:
+            errors.add((Path(match["file"]).name, int(match["line"]), match["code"]))
+    return done.returncode, errors
+
+
+def test_every_provider_has_a_usage_file_without_casts() -> None:
+    assert [path.name for path in USAGE] == [
+        "usage_anthropic.py",
+        "usage_bedrock.py",
+        "usage_gemini.py",
+        "usage_openai_chat.py",
+        "usage_openai_responses.py",
+    ]
+    for path in USAGE:
+        text = path.read_text(encoding="utf-8")
+        assert "cast(" not in text, path
+        assert "type: ignore" not in text, path
+
+
+def test_the_sdk_calls_type_check_and_the_typos_do_not() -> None:
+    expected = {
+        (REJECTED.name, number, line.rsplit("# error: ", 1)[1].strip())
+        for number, line in enumerate(REJECTED.read_text(encoding="utf-8").splitlines(), start=1)
+        if "# error: " in line
+    }
+    assert len(expected) == 5
+    status, errors = _mypy(*USAGE, REJECTED)
+    assert status == 1
+    assert errors == expected
+
+
+def _readme_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_every_python_block_of_the_readme_passes_mypy_strict(tmp_path: Path) -> None:
+    blocks = _readme_blocks()
+    assert blocks, "the README has a quick start"
+    files = []
+    for number, block in enumerate(blocks):
+        assert "cast(" not in block
+        assert "type: ignore" not in block
+        path = tmp_path / f"readme_block_{number}.py"
+        path.write_text(block, encoding="utf-8")
+        files.append(path)
+    status, errors = _mypy(*files)
+    assert errors == set()
+    assert status == 0
+
+
+def test_the_readme_quick_start_runs() -> None:
+    exec(compile(_readme_blocks()[0], "README quick start", "exec"), {})
