@@ -60,6 +60,7 @@ from typing import Final, Literal, TypeVar, final
 
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import LimitError, UsageError
+from tool_call_closure.inputs import CloseReasonInput, FailureOutcome
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners.outcomes import (
     BatchRun,
@@ -221,9 +222,14 @@ class RunningBatch:
         handle = self.begin.handle
         if len(never_started) < len(pending):
             for index in never_started:
-                outcome = {"status": status, "code": code, "message": never_started_message(message)}
+                outcome: FailureOutcome = {"status": status, "code": code, "message": never_started_message(message)}
                 self._record(index, self.closure.settle(handle, self.calls[index].id, outcome), None)
-            reason = {"status": status, "code": code, "message": message, "sideEffectState": "unknown"}
+            reason: CloseReasonInput = {
+                "status": status,
+                "code": code,
+                "message": message,
+                "sideEffectState": "unknown",
+            }
         else:
             reason = {
                 "status": status,

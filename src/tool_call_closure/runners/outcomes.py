@@ -16,7 +16,8 @@ code                        status      when
                                         ``Tool '<name>' timed out after <t> seconds.``
 ``result_too_large``        error       the result is over ``max_result_bytes`` (the limit's message)
 ``invalid_result``          error       the result is not JSON-compatible (the refusal's message)
-``invalid_tool_call``       error       the call has a ``problem`` (bad JSON arguments, truncated stream); never run
+``invalid_tool_call``       error       the call has a ``problem`` (bad JSON arguments, truncated stream), or its
+                                        arguments are not a JSON object for a tool taking keywords; never run
 ``unknown_tool``            error       no tool of that name: ``No tool named '<name>' is available.``; never run
 ``deadline_exceeded``       error       the batch ran past ``deadline``; pending calls closed
 ``run_aborted``             cancelled   the :class:`AbortSignal` fired; pending calls closed
