@@ -31,7 +31,7 @@ import pytest
 from conversations import CONVERSATIONS, STREAMING, Conversation, RefusedError
 from provider_stub import Call, ProviderStub, Turn
 from tool_call_closure import ToolCallClosure
-from tool_call_closure.providers import Ingested, ToolCall
+from tool_call_closure.providers import Ingested, ToolCall, openai_responses
 from tool_call_closure.runners import AbortSignal, run_tool_calls
 
 NEVER = 60.0
@@ -361,3 +361,40 @@ CONVERSATIONS_EXPORT = {
     "gemini": ToolCallClosure.to_gemini_function_responses,
     "bedrock": ToolCallClosure.to_bedrock_tool_results,
 }
+
+
+# -- Responses: previous_response_id, and the fc_… / call_id trap ---------------------------------------------
+
+
+def test_responses_with_previous_response_id_sends_the_results_alone_and_is_accepted(stub: ProviderStub) -> None:
+    stub.script("openai_responses", [Turn(scripted_calls("openai_responses", "weather", "calendar", "hotels"))])
+    client = openai.OpenAI(base_url=f"{stub.base_url}/v1", api_key="stub", max_retries=0, timeout=30)
+    response = client.responses.create(model="gpt-stub", input="Plan my trip to Paris.")
+    ingested = openai_responses.ingest(response)
+    assert [c.id for c in ingested.calls] == ["call_weather", "call_calendar", "call_hotels"]
+    assert all(item.id.startswith("fc_") for item in response.output)  # type: ignore[union-attr]
+    closure = ToolCallClosure()
+    report = asyncio.run(asyncio.wait_for(run_tool_calls(closure, ingested.calls, SIBLINGS), NEVER))
+    outputs = closure.to_openai_responses(report.snapshot)
+    following = client.responses.create(
+        model="gpt-stub",
+        previous_response_id=response.id,
+        input=openai_responses.next_input(response, outputs, previous_response_id=True),
+    )
+    assert following.output_text == "Done."
+    assert stub.refusals() == []
+
+
+def test_responses_naive_pairing_on_the_fc_item_id_is_refused(stub: ProviderStub) -> None:
+    """The trap of issue 9: ``item.id`` (``fc_…``) where ``call_id`` belongs."""
+    stub.script("openai_responses", [Turn(scripted_calls("openai_responses", "weather"))])
+    client = openai.OpenAI(base_url=f"{stub.base_url}/v1", api_key="stub", max_retries=0, timeout=30)
+    response = client.responses.create(model="gpt-stub", input="Plan my trip to Paris.")
+    [item] = response.output
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(
+            model="gpt-stub",
+            previous_response_id=response.id,
+            input=[{"type": "function_call_output", "call_id": item.id, "output": "sunny"}],  # type: ignore[union-attr,typeddict-item]
+        )
+    assert stub.refusals() == [f"No tool call found for function call output with call_id {item.id}."]  # type: ignore[union-attr]
