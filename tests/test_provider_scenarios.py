@@ -26,6 +26,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import openai
 import pytest
 
 from conversations import CONVERSATIONS, STREAMING, Conversation, RefusedError
