@@ -7,6 +7,7 @@ timeout.  Nothing asserts on elapsed time.
 
 from __future__ import annotations
 
+import _thread
 import json
 import random
 import threading
@@ -243,3 +244,35 @@ def test_hundreds_of_threaded_calls_aborted_at_a_random_point_each_get_exactly_o
             assert entry.id in late_ids
     assert set(report.started) == set(fate)
     assert all(x.rejection.reason == "run_closed" for x in late)
+
+
+def test_an_interrupt_of_the_supervising_thread_closes_the_batch_run_cancelled_and_propagates() -> None:
+    """Ctrl-C while the run waits (a real SIGINT-style interrupt of the main thread): close first, then re-raise."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("interrupt_main reaches the main thread only")
+    closure = ToolCallClosure()
+    release = threading.Event()
+
+    def interrupts() -> str:
+        _thread.interrupt_main()
+        release.wait(NEVER)
+        return "never exported"
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_tool_calls_in_threads(
+                closure,
+                [call("c1", "interrupts"), call("c2", "interrupts")],
+                {"interrupts": interrupts},
+                max_concurrency=1,
+            )
+    finally:
+        release.set()
+    snapshot = closure.snapshot()
+    assert snapshot is not None
+    assert snapshot.closed
+    assert outcome(snapshot, "c1") == ("cancelled", "run_cancelled", "unknown")
+    assert error_of(snapshot, "c2") == {
+        "code": "run_cancelled",
+        "message": "The run was cancelled before this tool call completed. The call never started.",
+    }
