@@ -531,6 +531,31 @@ def test_a_bad_option_raises_naming_it_and_announces_nothing(option: str, value:
     assert closure.snapshot() is None
 
 
+@pytest.mark.parametrize(
+    ("calls", "tools", "message"),
+    [
+        ("c1", {}, "calls must be a sequence of ToolCall, got str"),
+        (iter([]), {}, "calls must be a sequence of ToolCall, got list_iterator"),
+        ([], 42, "tools must be a mapping of tool name to function, or one function, got int"),
+    ],
+)
+def test_bad_calls_or_tools_raise_naming_them_and_announce_nothing(calls: Any, tools: Any, message: str) -> None:
+    closure = ToolCallClosure()
+    with pytest.raises(UsageError) as caught:
+        asyncio.run(run_tool_calls(closure, calls, tools))
+    assert str(caught.value) == message
+    assert closure.snapshot() is None
+
+
+def test_an_ingested_turn_passed_whole_is_refused_with_a_hint() -> None:
+    from tool_call_closure.providers import Ingested
+
+    closure = ToolCallClosure()
+    with pytest.raises(UsageError, match=r"calls must be a sequence of ToolCall \(for an Ingested, pass its \.calls\)"):
+        asyncio.run(run_tool_calls(closure, Ingested(()), {}))  # type: ignore[arg-type]
+    assert closure.snapshot() is None
+
+
 def test_calls_that_are_not_tool_calls_are_refused_before_anything_is_announced() -> None:
     closure = ToolCallClosure()
 

@@ -47,7 +47,7 @@ from typing import Any, Final
 
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.providers.calls import ToolCall
-from tool_call_closure.runners.batch import RunningBatch, plan_calls
+from tool_call_closure.runners.batch import RunningBatch, check_tools, plan_calls
 from tool_call_closure.runners.options import RunOptions
 from tool_call_closure.runners.outcomes import (
     CANCELLED_MESSAGE,
@@ -89,6 +89,7 @@ async def run_tool_calls(
     ``on_late`` receives results fenced after the run returned.
     """
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace)
+    check_tools(tools)
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
 

@@ -74,7 +74,7 @@ from tool_call_closure.runners.outcomes import (
 )
 from tool_call_closure.values import Accepted, BeginResult, Rejection, SettlementResult, Snapshot
 
-__all__ = ["RunningBatch", "StopReason", "plan_calls"]
+__all__ = ["RunningBatch", "StopReason", "check_tools", "plan_calls"]
 
 R = TypeVar("R")
 
@@ -106,11 +106,16 @@ class RunningBatch:
     def __init__(
         self,
         closure: ToolCallClosure,
-        calls: Sequence[ToolCall],
+        calls: object,  # checked here: what the caller passed as the calls
         *,
         notify: Callable[[], None],
         on_late: Callable[[LateResult], None] | None,
     ) -> None:
+        if not isinstance(closure, ToolCallClosure):
+            raise UsageError(f"closure must be a ToolCallClosure, got {type(closure).__name__}")
+        if not isinstance(calls, Sequence) or isinstance(calls, str | bytes):
+            hint = " (for an Ingested, pass its .calls)" if hasattr(calls, "calls") else ""
+            raise UsageError(f"calls must be a sequence of ToolCall{hint}, got {type(calls).__name__}")
         self.closure = closure
         self.calls: tuple[ToolCall, ...] = tuple(calls)
         for index, call in enumerate(self.calls):
@@ -275,6 +280,14 @@ class RunningBatch:
             started = tuple(call.id for i, call in enumerate(self.calls) if i in self._started)
         running = tuple(self.calls[i].id for i in sorted(still_running))
         return BatchRun(self.begin, snapshot, ending, started, late, running)
+
+
+def check_tools(tools: object) -> None:
+    """Refuse, before anything is announced, a ``tools`` that is neither a mapping nor a function."""
+    if not isinstance(tools, Mapping) and not callable(tools):
+        raise UsageError(
+            f"tools must be a mapping of tool name to function, or one function, got {type(tools).__name__}"
+        )
 
 
 def plan_calls(

@@ -44,7 +44,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import ToolCall
-from tool_call_closure.runners.batch import RunningBatch, plan_calls
+from tool_call_closure.runners.batch import RunningBatch, check_tools, plan_calls
 from tool_call_closure.runners.options import RunOptions
 from tool_call_closure.runners.outcomes import (
     CANCELLED_MESSAGE,
@@ -81,6 +81,7 @@ def run_tool_calls_in_threads(
     of a private pool.
     """
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, 0)
+    check_tools(tools)
     if executor is not None and options.max_concurrency is not None:
         raise UsageError("max_concurrency must be None when an executor is given (the executor's size is the bound)")
     changed = threading.Condition()
