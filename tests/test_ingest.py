@@ -237,3 +237,21 @@ def test_bedrock_malformed_tool_use_marks_every_call() -> None:
     ingested = bedrock.ingest({**CONVERSE, "stopReason": "malformed_tool_use"})
     assert all(c.problem and "malformed_tool_use" in c.problem for c in ingested.calls)
     assert ingested.runnable == ()
+
+
+@pytest.mark.parametrize(
+    "ingest", [openai_chat.ingest, openai_responses.ingest, anthropic.ingest, gemini.ingest, bedrock.ingest]
+)
+def test_a_value_that_is_no_turn_is_refused_with_the_package_error(ingest: Any) -> None:
+    from tool_call_closure import UsageError
+
+    with pytest.raises(UsageError, match="expected a list of provider items, got str"):
+        ingest({"choices": "x", "output": "x", "content": "x", "candidates": "x"})
+
+
+def test_chat_other_choices_are_reported_not_dropped() -> None:
+    two = {**CHAT, "choices": [CHAT["choices"][0], {**CHAT["choices"][0], "index": 1}]}
+    ingested = openai_chat.ingest(ChatCompletion.model_validate(two))
+    assert [c.id for c in ingested.calls] == ["call_a", "call_b"]
+    assert [(s.index, s.type) for s in ingested.skipped] == [(-1, "content"), (1, "choice")]
+    assert openai_chat.ingest(ChatCompletion.model_validate(two).choices[1]).calls == ingested.calls

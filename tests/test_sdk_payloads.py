@@ -24,8 +24,8 @@ from openai.types.responses.response_input_item_param import FunctionCallOutput,
 from pydantic import TypeAdapter
 from typing_extensions import is_typeddict  # the SDKs build their TypedDicts with typing_extensions
 
-from tool_call_closure import Snapshot, ToolCall, ToolCallClosure
-from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+from tool_call_closure import Snapshot, ToolCallClosure
+from tool_call_closure.providers import ToolCall, anthropic, bedrock, gemini, openai_chat, openai_responses
 
 CALLS = (
     ToolCall("call_ok", "weather", {"city": "Oslo"}, '{"city":"Oslo"}'),
@@ -135,3 +135,32 @@ def test_bedrock_payloads_pass_botocore_validation(exported: tuple[ToolCallClosu
 def test_the_validation_refuses_what_the_sdk_types_refuse(kind: Any, payload: dict[str, Any]) -> None:
     with pytest.raises((ValueError, AssertionError)):
         _validate(kind, payload)
+
+
+def test_next_requests_built_from_sdk_objects_validate() -> None:
+    from anthropic.types import Message
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
+
+    from test_ingest import CHAT, MESSAGE, RESPONSE
+
+    def closed(calls: Any) -> tuple[ToolCallClosure, Snapshot]:
+        closure = ToolCallClosure()
+        snapshot = closure.close(closure.begin(calls).handle)
+        assert isinstance(snapshot, Snapshot)
+        return closure, snapshot
+
+    response = Response.model_validate(RESPONSE)
+    closure, snapshot = closed(openai_responses.ingest(response).calls)
+    replayed = openai_responses.next_input(response, closure.to_openai_responses(snapshot))
+    assert len(replayed) == 6
+    for item in replayed:
+        _validate(ResponseInputItemParam, item)
+    completion = ChatCompletion.model_validate(CHAT)
+    closure, snapshot = closed(openai_chat.ingest(completion).calls)
+    for message in openai_chat.next_messages(completion, closure.to_openai_chat_completions(snapshot)):
+        _validate(ChatCompletionMessageParam, message)
+    sdk_message = Message.model_validate(MESSAGE)
+    closure, snapshot = closed(anthropic.ingest(sdk_message).calls)
+    for param in anthropic.next_messages(sdk_message, closure.to_anthropic_tool_results(snapshot)):
+        TypeAdapter(MessageParam).validate_python(param, strict=True)

@@ -286,3 +286,24 @@ def test_gemini_parallel_calls_in_separate_chunks_without_ids() -> None:
         ("tcc_gemini_1", {"city": "Rome"}),
     ]
     assert stream.finish().calls == first + second
+
+
+def test_gemini_stream_of_sdk_chunks_with_finish_reason() -> None:
+    from google.genai import types as genai
+
+    chunks = [
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"function_call": {"id": "g1", "name": "a", "args": {}}}]}}
+            ]
+        },
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"function_call": {"name": "b"}}]}, "finish_reason": "STOP"}
+            ]
+        },
+    ]
+    stream = gemini.GeminiStream()
+    completed = [c for chunk in chunks for c in stream.add(genai.GenerateContentResponse.model_validate(chunk))]
+    assert [(c.id, c.name, c.arguments) for c in completed] == [("g1", "a", {}), ("tcc_gemini_1", "b", {})]
+    assert stream.finish().stop_reason == "STOP"

@@ -87,3 +87,60 @@ def test_every_python_block_of_the_readme_passes_mypy_strict(tmp_path: Path) -> 
 
 def test_the_readme_quick_start_runs() -> None:
     exec(compile(_readme_blocks()[0], "README quick start", "exec"), {})
+
+
+WITHOUT_SDKS = """
+from tool_call_closure import Snapshot, ToolCallClosure
+from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+
+closure = ToolCallClosure()
+ingested = openai_chat.ingest({"choices": [{"message": {"tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}]})
+batch = closure.begin(ingested.calls)
+snapshot = closure.close(batch.handle, {"status": "cancelled"})
+assert isinstance(snapshot, Snapshot)
+chat = openai_chat.next_messages(ingested.calls, closure.to_openai_chat_completions(snapshot))
+responses = openai_responses.next_input(ingested.calls, closure.to_openai_responses(snapshot))
+messages = anthropic.next_messages(ingested.calls, closure.to_anthropic_tool_results(snapshot))
+parts = closure.to_gemini_function_responses(snapshot)
+converse = bedrock.next_messages(ingested.calls, closure.to_bedrock_tool_results(snapshot))
+print(len(chat), len(responses), len(messages), len(parts), len(converse))
+"""
+
+SDK_MODULES = (
+    "openai",
+    "anthropic",
+    "google",
+    "google.genai",
+    "boto3",
+    "botocore",
+    "mypy_boto3_bedrock_runtime",
+    "pydantic",
+)
+
+
+def test_without_the_sdks_nothing_breaks_at_run_time(tmp_path: Path) -> None:
+    blocker = (
+        "import sys\nfor name in " + repr(SDK_MODULES) + ":\n    sys.modules[name] = None  # importing it raises\n"
+    )
+    script = tmp_path / "without_sdks.py"
+    script.write_text(blocker + WITHOUT_SDKS, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "2", "2", "1", "2"]
+
+
+def test_without_the_sdks_the_library_still_type_checks(tmp_path: Path) -> None:
+    """``--no-site-packages`` hides every SDK: their names become ``Any`` and user code still passes."""
+    script = tmp_path / "user_without_sdks.py"
+    script.write_text(WITHOUT_SDKS, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-site-packages", "--no-incremental", str(script)],
+        cwd=tmp_path,
+        env={"MYPYPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

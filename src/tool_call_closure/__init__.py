@@ -7,16 +7,6 @@ code here interprets it.  Start with :class:`ToolCallClosure`.
 
 from tool_call_closure.closure import ToolCallClosure, create_tool_call_closure, to_json
 from tool_call_closure.errors import LimitError, TableError, ToolCallClosureError, UsageError
-from tool_call_closure.inputs import (
-    CallEntry,
-    CallInput,
-    CallLike,
-    CloseReasonInput,
-    FailureOutcome,
-    Outcome,
-    SuccessOutcome,
-)
-from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.values import (
     Accepted,
     BatchHandle,
@@ -37,27 +27,16 @@ __all__ = [
     "Accepted",
     "BatchHandle",
     "BeginResult",
-    "CallEntry",
-    "CallInput",
-    "CallLike",
     "CallSnapshot",
     "CloseReason",
-    "CloseReasonInput",
     "Diagnostic",
-    "FailureOutcome",
-    "Ingested",
     "LimitError",
     "Limits",
-    "Outcome",
-    "ProviderRuleError",
     "Rejection",
     "Settlement",
     "SettlementResult",
-    "SkippedItem",
     "Snapshot",
-    "SuccessOutcome",
     "TableError",
-    "ToolCall",
     "ToolCallClosure",
     "ToolCallClosureError",
     "UsageError",

@@ -21,8 +21,11 @@ implementation reads caller values.
 With ``deviations=False`` (the default) the builder never draws the inputs
 whose answers differ by design from the JavaScript original (``spec/deviations.json``):
 a null or non-object close reason (D1, D2), a null export snapshot (D1), a
-``fail`` error that is absent, null or a hook (D3), and a close reason with a
-``side_effect_state`` key (D7).  With ``deviations=True``
+``fail`` error that is absent, null or a hook (D3), a close reason with a
+``side_effect_state`` key (D7), and a ``fail`` exception without text (D11).
+It never draws the other deviations' inputs at all (a call entry with a
+``call_id``, D9; an unknown outcome or reason key, D10; the Gemini and Bedrock
+exports, D8).  With ``deviations=True``
 it draws them too.
 
 This module needs Hypothesis (a development dependency); the library itself
@@ -362,7 +365,7 @@ class ScenarioBuilder:
             return self._message(depth)
         kind = self.draw(st.integers(0, 5))
         if kind == 0:
-            return {"$error": self._text()}
+            return {"$error": self._text() or "failed"}  # an exception without text is deviation D11
         if kind == 1:
             return self._reference_value(allow_null=False) or "failed"
         value = self._json(depth, size=2, references=False)

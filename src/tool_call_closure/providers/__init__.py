@@ -44,12 +44,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from tool_call_closure.providers import anthropic, bedrock, gemini, mistral, openai_chat, openai_responses
-from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
+from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.values import Snapshot
 
 __all__ = [
     "RENDERERS",
     "Ingested",
+    "ProviderRuleError",
     "SkippedItem",
     "ToolCall",
     "anthropic",

@@ -38,6 +38,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
+from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, items
 from tool_call_closure.providers.result_text import error_object
@@ -197,7 +198,10 @@ def _content_dict(content: object) -> Any:
     dump = getattr(content, "model_dump", None)
     if callable(dump):  # an SDK Content: thought_signature bytes are kept as they are
         return dump(exclude_none=True)
-    raise TypeError(f"a Gemini content must be a dict or an SDK Content, not {type(content).__name__}")
+    raise UsageError(
+        f"a Gemini content must be a dict or an SDK Content, not {type(content).__name__}",
+        code="provider_value_invalid",
+    )
 
 
 def _model_content(source: object) -> Any:

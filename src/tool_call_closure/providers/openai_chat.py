@@ -75,7 +75,7 @@ def _message_of(value: object) -> tuple[object, str | None]:
         listed = items(choices)
         if not listed:
             return None, None
-        value = listed[0]  # n > 1: ingest each choice on its own
+        value = listed[0]  # n > 1: the other choices are alternatives, reported as skipped by ingest
     if field(value, "message") is not None:
         return field(value, "message"), field(value, "finish_reason")
     return value, None
@@ -108,6 +108,11 @@ def ingest(value: object) -> Ingested:
         SkippedItem(-1, kind, f"the message's {kind} is not a tool call")
         for kind in ("content", "refusal")
         if field(message, kind)
+    ]
+    alternatives = items(field(value, "choices"))[1:] if not isinstance(value, Sequence) else []
+    skipped += [
+        SkippedItem(index, "choice", "only the first choice is ingested: ingest another choice on its own")
+        for index, _ in enumerate(alternatives, start=1)
     ]
     calls = [_function_call(entry, None) for entry in entries]
     if calls and finish == "length" and calls[-1].problem is None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
+from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import field, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
@@ -193,7 +194,10 @@ def _input_item(item: object) -> Any:
     dump = getattr(item, "model_dump", None)
     if callable(dump):  # an SDK model: its JSON form is the input item's form
         return dump(mode="json", exclude_none=True)
-    raise TypeError(f"an output item must be a dict, an SDK model or a ToolCall, not {type(item).__name__}")
+    raise UsageError(
+        f"an output item must be a dict, an SDK model or a ToolCall, not {type(item).__name__}",
+        code="provider_value_invalid",
+    )
 
 
 NO_OUTPUT: Final = "No tool output found for function call {id}."

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 from tool_call_closure.ecma import json_stringify
-from tool_call_closure.errors import ToolCallClosureError
+from tool_call_closure.errors import ToolCallClosureError, UsageError
 
 __all__ = ["arguments_text", "field", "items", "parse_arguments"]
 
@@ -46,7 +46,7 @@ def items(value: object) -> list[Any]:
         return []
     if isinstance(value, Sequence) and not isinstance(value, _NOT_A_SEQUENCE):
         return list(value)
-    raise TypeError(f"expected a list of provider items, got {type(value).__name__}")
+    raise UsageError(f"expected a list of provider items, got {type(value).__name__}", code="provider_value_invalid")
 
 
 def _refuse_constant(name: str) -> Any:
