@@ -43,6 +43,7 @@ def test_the_layering_contracts_are_kept() -> None:
     ("module", "planted", "contract"),
     [
         ("machine/table.py", "import tool_call_closure.providers", "CLI > conformance kit"),
+        ("closure.py", "import tool_call_closure.runners.batch", "CLI > conformance kit"),
         ("machine/context.py", "import tool_call_closure.machine.interpreter", "Inside the machine"),
         ("providers/openai_chat.py", "import tool_call_closure.conformance.compare", "Providers never import"),
         ("conformance/compare.py", "import tool_call_closure.providers.anthropic", "reaches providers only"),
@@ -137,6 +138,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
             ["serve", "subject", "vectors", "conform", "compare", "coverage", "modelgen", "fuzz", "scenarios"],
         ),
         ("tool_call_closure.cli", ["main", "demo"]),
+        ("tool_call_closure.runners", ["asyncio_runner", "thread_runner", "batch", "outcomes", "options"]),
     ],
 )
 def test_each_room_holds_its_modules(package: str, modules: list[str]) -> None:

@@ -25,6 +25,8 @@
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -130,7 +132,37 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    """Run one command; when the reader of its output goes away (``… | head``), stop quietly with status 141."""
+    try:
+        args = _build_parser().parse_args(argv)  # --help and --version print too
+    except BrokenPipeError:
+        return _output_closed()
+    if args.command == "serve":  # the protocol server handles its own pipes
+        return _serve(args.table)
+    try:
+        status = _run(args)
+        sys.stdout.flush()  # inside the try: buffered output may meet the closed pipe only now
+    except BrokenPipeError:
+        return _output_closed()
+    return status
+
+
+SIGPIPE_STATUS = 128 + 13
+"""The status a shell reports for a command killed by SIGPIPE: what ``… | head`` expects of a printing command."""
+
+
+def _output_closed() -> int:
+    """Point stdout at the null device, so the interpreter's final flush cannot fail again, and report SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):  # stdout is not a file (an embedding caller's stream)
+        pass
+    return SIGPIPE_STATUS
+
+
+def _run(args: argparse.Namespace) -> int:
     command: str = args.command
     if command == "conform":
         return _conform(args)
@@ -155,8 +187,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if command == "vectors":
         return _vectors(args)
-    if command == "serve":
-        return _serve(args.table)
     if command == "demo":
         from tool_call_closure.cli.demo import run_demo
 

@@ -1,0 +1,35 @@
+"""Runners: execute an announced batch's tools under timeouts and cancellation, each call ending exactly once.
+
+Theory of operation
+-------------------
+A runner sits above the closure: it announces the calls
+(``closure.begin``), runs their tools, and settles every call through the
+closure's own API, so the closure's guarantees — one terminal outcome per
+call, fencing, immutable snapshots — hold whatever the tools do.  Two
+runners share one set of batch rules (:mod:`.batch`) and one vocabulary of
+outcome codes (:mod:`.outcomes`):
+
+* :func:`run_tool_calls` — ``async`` tools on the running asyncio loop;
+* :func:`run_tool_calls_in_threads` — synchronous tools on a thread pool.
+
+Both take the calls as :class:`~tool_call_closure.providers.calls.ToolCall`
+values (what ingestion produces), a per-call timeout, a batch deadline, an
+optional concurrency limit and an :class:`AbortSignal`, and return a
+:class:`BatchRun` whose ``snapshot`` is closed and ready to export.
+"""
+
+from tool_call_closure.runners.asyncio_runner import AsyncTools, run_tool_calls
+from tool_call_closure.runners.outcomes import AbortSignal, BatchRun, Ending, LateResult, RunnerCode
+from tool_call_closure.runners.thread_runner import SyncTools, run_tool_calls_in_threads
+
+__all__ = [
+    "AbortSignal",
+    "AsyncTools",
+    "BatchRun",
+    "Ending",
+    "LateResult",
+    "RunnerCode",
+    "SyncTools",
+    "run_tool_calls",
+    "run_tool_calls_in_threads",
+]

@@ -1,0 +1,213 @@
+"""Run a batch's tool coroutines concurrently under asyncio, every call ending in exactly one outcome.
+
+Theory of operation
+-------------------
+:func:`run_tool_calls` announces the calls (``closure.begin``), settles the
+ones that must not run, and starts one task per runnable call.  A task waits
+for the concurrency limiter, *starts* (recorded by the batch, and only while
+the batch is open), invokes the tool and hands what it returns or raises to
+the batch, which settles the call through the closure (:mod:`.batch`).
+
+A per-call timeout is a timer on the loop: when it fires, the call is settled
+``tool_timeout`` first and its task cancelled second, so the timeout is the
+outcome whatever the tool does with the cancellation.
+
+The supervisor (the coroutine the caller awaits) sleeps until something
+changes — a settlement, the abort signal, a fence the runner did not cause —
+or until the batch deadline, and then decides how the run ends:
+
+* every call has its outcome → the batch is sealed (``completed``);
+* the deadline passed → ``close`` with ``deadline_exceeded``;
+* the abort signal fired → ``close`` with ``run_aborted``;
+* the generation was superseded or closed elsewhere → nothing left to settle.
+
+Closing happens synchronously, before any task is cancelled, so no result can
+slip in between the decision and the close.  The tasks still running are then
+cancelled and given ``cancel_grace`` seconds to finish; what they deliver is
+fenced and reported late; a task that ignores its cancellation past the grace
+is left to finish on its own (``still_running``), and what it delivers later
+goes to ``on_late``.
+
+Cancellation.  The runner never cancels the task that awaits it.  When *that*
+task is cancelled — ``task.cancel()``, an enclosing ``asyncio.timeout`` or a
+failing sibling in an ``asyncio.TaskGroup`` — the batch is closed with
+``run_cancelled`` at once, the tool tasks are cancelled and given the grace,
+and the ``CancelledError`` is re-raised, so ``asyncio.timeout`` still turns it
+into ``TimeoutError`` and the ``TaskGroup`` still reports its sibling's error.
+A tool that raises ``CancelledError`` without having been cancelled gets an
+ordinary ``tool_error`` outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+from tool_call_closure.closure import ToolCallClosure
+from tool_call_closure.providers.calls import ToolCall
+from tool_call_closure.runners.batch import RunningBatch, check_tools, plan_calls
+from tool_call_closure.runners.options import RunOptions
+from tool_call_closure.runners.outcomes import (
+    CANCELLED_MESSAGE,
+    AbortSignal,
+    BatchRun,
+    Ending,
+    LateResult,
+    deadline_message,
+    timeout_message,
+)
+
+__all__ = ["AsyncTools", "run_tool_calls"]
+
+AsyncTools = Mapping[str, Callable[..., Awaitable[object]]] | Callable[[ToolCall], Awaitable[object]]
+"""Tool name → ``async def`` called with the arguments as keyword arguments, or one ``async def`` taking the call."""
+
+_LINGERING: Final[set[asyncio.Task[None]]] = set()
+"""Tool tasks that outlived their run (they ignored cancellation): kept referenced until they finish."""
+
+
+async def run_tool_calls(
+    closure: ToolCallClosure,
+    calls: Sequence[ToolCall],
+    tools: AsyncTools,
+    *,
+    call_timeout: float | None = None,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+    abort: AbortSignal | None = None,
+    cancel_grace: float = 1.0,
+    on_late: Callable[[LateResult], None] | None = None,
+) -> BatchRun:
+    """Announce ``calls`` on ``closure``, run their tools concurrently, and return the closed batch's report.
+
+    ``call_timeout`` bounds each call (seconds, from the moment it starts);
+    ``deadline`` bounds the whole batch (seconds from now); ``max_concurrency``
+    bounds how many tools run at once; ``abort`` closes the batch on request;
+    ``cancel_grace`` is how long cancelled tools may take to finish;
+    ``on_late`` receives results fenced after the run returned.
+    """
+    options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace)
+    check_tools(tools)
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def notify() -> None:  # settlements and fences may come from any thread (a tool may use one)
+        loop.call_soon_threadsafe(wake.set)
+
+    batch = RunningBatch(closure, calls, notify=notify, on_late=on_late)
+    limiter = None if options.max_concurrency is None else asyncio.Semaphore(options.max_concurrency)
+    tasks = {
+        loop.create_task(_run_call(batch, index, invoke, options.call_timeout, limiter)): index
+        for index, invoke in plan_calls(batch, tools)
+    }
+    unsubscribe = abort.subscribe(lambda: batch.stop("aborted")) if abort is not None else None
+    try:
+        ending = await _supervise(batch, wake, loop, options.deadline)
+    except asyncio.CancelledError:
+        batch.conclude("cancelled", CANCELLED_MESSAGE)  # closed before anything else can run
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled again while cleaning up: stop waiting
+            await _stop(list(tasks), options.cancel_grace)
+        raise
+    finally:
+        if unsubscribe is not None:
+            unsubscribe()
+    batch.conclude(ending, _close_message(ending, options.deadline, abort))
+    left = await _stop(list(tasks), options.cancel_grace)  # a cancellation here finds the batch concluded
+    return batch.report(ending, [tasks[task] for task in left])
+
+
+def _close_message(ending: Ending, deadline: float | None, abort: AbortSignal | None) -> str | None:
+    if ending == "deadline_exceeded" and deadline is not None:
+        return deadline_message(deadline)
+    if ending == "aborted" and abort is not None:
+        return abort.message
+    return None
+
+
+async def _supervise(
+    batch: RunningBatch, wake: asyncio.Event, loop: asyncio.AbstractEventLoop, deadline: float | None
+) -> Ending:
+    """Sleep until every call has its outcome, the deadline passes or the run must stop; say which."""
+    ends_at = None if deadline is None else loop.time() + deadline
+    while True:
+        wake.clear()
+        if batch.all_settled():
+            return "completed"
+        if batch.stop_reason is not None:
+            return batch.stop_reason
+        remaining = None if ends_at is None else ends_at - loop.time()
+        if remaining is not None and remaining <= 0:
+            return "deadline_exceeded"
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(remaining):
+                await wake.wait()
+
+
+async def _run_call(
+    batch: RunningBatch,
+    index: int,
+    invoke: Callable[[], Awaitable[object]],
+    call_timeout: float | None,
+    limiter: asyncio.Semaphore | None,
+) -> None:
+    if limiter is None:
+        await _execute(batch, index, invoke, call_timeout)
+        return
+    async with limiter:
+        await _execute(batch, index, invoke, call_timeout)
+
+
+async def _execute(
+    batch: RunningBatch, index: int, invoke: Callable[[], Awaitable[object]], call_timeout: float | None
+) -> None:
+    loop = asyncio.get_running_loop()
+    if not batch.try_start(index, loop.time()):
+        return  # the batch closed while this call waited: it never starts
+    task = asyncio.current_task()
+    assert task is not None
+    timer = None
+    if call_timeout is not None:
+        timer = loop.call_later(call_timeout, _expire, batch, index, task, call_timeout)
+    try:
+        value = await invoke()
+    except asyncio.CancelledError as exc:
+        if task.cancelling() == 0:  # raised by the tool itself, not a cancellation of this task
+            batch.deliver_error(index, exc)
+        raise
+    except Exception as exc:  # noqa: BLE001  # whatever the tool raises is its outcome
+        batch.deliver_error(index, exc)
+    else:
+        batch.deliver_value(index, value)
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _expire(batch: RunningBatch, index: int, task: asyncio.Task[Any], seconds: float) -> None:
+    """The per-call timer: settle first, cancel second, so the timeout is the outcome."""
+    batch.time_out(index, timeout_message(batch.calls[index].name, seconds))
+    task.cancel()
+
+
+async def _stop(tasks: list[asyncio.Task[None]], grace: float) -> list[asyncio.Task[None]]:
+    """Cancel the tool tasks still running, wait up to ``grace`` seconds, return those that did not finish.
+
+    A task is cancelled at most once: one that timed out was cancelled by its
+    timer, and what it still delivers in the grace is reported late.
+    """
+    running = [task for task in tasks if not task.done()]
+    for task in running:
+        if task.cancelling() == 0:  # each tool is asked to stop once: a timed-out one already was
+            task.cancel()
+    if running:
+        await asyncio.wait(running, timeout=grace)
+    left = [task for task in running if not task.done()]
+    for task in left:
+        _LINGERING.add(task)
+        task.add_done_callback(_LINGERING.discard)
+    for task in running:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: a BaseException a tool raised while cancelled is not logged as lost
+    return left

@@ -1,0 +1,59 @@
+"""The runners' options, checked once before anything is announced.
+
+Theory of operation
+-------------------
+Both runners take the same bounds.  They are checked before ``begin``, so a
+bad option raises :class:`~tool_call_closure.UsageError` (naming the option
+and the rule) and changes nothing: no generation is announced, no tool runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import final
+
+from tool_call_closure.errors import UsageError
+
+__all__ = ["RunOptions"]
+
+
+def _seconds(name: str, value: object, *, allow_zero: bool) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number of seconds or None, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise UsageError(f"{name} must be a finite number of seconds {bound}, got {value!r}")
+    return number
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Validated bounds of one run (seconds are floats; ``None`` means unbounded)."""
+
+    call_timeout: float | None
+    deadline: float | None
+    max_concurrency: int | None
+    cancel_grace: float
+
+    @classmethod
+    def checked(
+        cls, call_timeout: object, deadline: object, max_concurrency: object, cancel_grace: object
+    ) -> RunOptions:
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
+        ):
+            raise UsageError(f"max_concurrency must be an int >= 1 or None, got {max_concurrency!r}")
+        grace = _seconds("cancel_grace", cancel_grace, allow_zero=True)
+        if grace is None:
+            raise UsageError("cancel_grace must be a finite number of seconds >= 0, got None")
+        return cls(
+            _seconds("call_timeout", call_timeout, allow_zero=False),
+            _seconds("deadline", deadline, allow_zero=False),
+            max_concurrency,
+            grace,
+        )

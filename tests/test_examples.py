@@ -1,0 +1,60 @@
+"""The examples: each runs offline against the local provider stub and type-checks under ``mypy --strict``.
+
+An example exits non-zero when the stub refused one of its requests (the
+provider's pairing rules), so a passing run means every call was answered
+exactly once, in the provider's shape, through the real SDK client.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+LOOPS = ["openai_chat_loop", "openai_responses_loop", "anthropic_loop", "gemini_loop", "bedrock_loop"]
+MYPY = Path(sys.executable).with_name("mypy")
+
+
+@pytest.mark.parametrize("name", LOOPS)
+def test_the_example_loop_runs_offline_and_every_call_is_answered_once(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "It is sunny in Paris; the forecast timed out."
+    results = lines[:-1]
+    assert len(results) == 2
+    assert "temperatureC" in results[0]
+    assert "tool_timeout" in results[1]
+    assert "rain" not in done.stdout  # the slow tool's real result came too late and was never sent
+
+
+def test_every_example_directory_entry_is_run_by_a_test() -> None:
+    assert sorted(p.stem for p in EXAMPLES.glob("*_loop.py")) == sorted(LOOPS)
+
+
+def test_the_examples_pass_mypy_strict() -> None:
+    done = subprocess.run(
+        [
+            str(MYPY),
+            "--strict",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(ROOT / ".mypy_cache"),
+            str(EXAMPLES),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "MYPYPATH": str(ROOT / "tests")},
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
