@@ -276,15 +276,42 @@ def _load_machine(path: Path | None) -> Machine:
 
 
 def _serve(table: Path | None) -> int:
-    from tool_call_closure.conformance.serve import serve
+    """Exit status: 0 after ``bye``, end of input, or when the reader closes the output early (quietly);
+    1 with one line on stderr when reading or writing fails otherwise (a full disk); 2 for a bad ``--table``."""
+    import errno
+    import os
+
+    from tool_call_closure.conformance.serve import OutputError, serve
     from tool_call_closure.errors import TableError
 
     try:
         machine = _load_machine(table)
-    except (OSError, TableError) as exc:
-        print(f"tool-call-closure serve: {exc}", file=sys.stderr)
+    except (OSError, TableError, ValueError, RecursionError) as exc:
+        print(f"tool-call-closure serve: --table {table}: {_one_line(exc)}", file=sys.stderr)
         return 2
-    return serve(machine=machine)
+    try:
+        return serve(machine=machine)
+    except OutputError as closed:
+        # Nothing more can reach stdout; point it at /dev/null so the interpreter's final flush is silent.
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), sys.stdout.fileno())
+        if closed.error.errno in (errno.EPIPE, errno.ECONNRESET):
+            return 0
+        print(f"tool-call-closure serve: cannot write the output: {closed}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"tool-call-closure serve: cannot read the input: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line (for the command line's one-line errors)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    text = " ".join(str(exc).split())
+    return text[:500] if text else type(exc).__name__
 
 
 def _table(path: Path | None, diagram: bool) -> int:

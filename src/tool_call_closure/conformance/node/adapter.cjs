@@ -32,6 +32,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const PROTOCOL_VERSION = 1;
+// The deepest nesting of arrays and objects a request line may have (spec/protocol.md,
+// Limits; the request object is level 1). Deeper lines get a ProtocolError.
+const MAX_DEPTH = 128;
 
 // ---------------------------------------------------------------------------
 // 1. Output
@@ -481,7 +484,29 @@ function handleLine(bytes) {
     respondError(null, 0, 'ProtocolError', `request is not valid JSON: ${error.message}`);
     return;
   }
+  if (nestingDepth(request) > MAX_DEPTH) {
+    const id = isPlainObject(request) ? field(request, 'id') : undefined;
+    const known = typeof id === 'number' || typeof id === 'string' ? id : null;
+    respondError(known, 0, 'ProtocolError', `the request nests deeper than ${MAX_DEPTH} levels`);
+    return;
+  }
   handleRequest(request, 0);
+}
+
+// How many arrays and objects deep a parsed value nests (a scalar is 0), counted
+// with an explicit stack so that no depth can exhaust the call stack. Stops
+// counting past MAX_DEPTH.
+function nestingDepth(value) {
+  let deepest = 0;
+  const pending = [[value, 1]];
+  while (pending.length > 0) {
+    const [item, level] = pending.pop();
+    if (item === null || typeof item !== 'object') continue;
+    deepest = Math.max(deepest, level);
+    if (deepest > MAX_DEPTH) return deepest;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) pending.push([child, level + 1]);
+  }
+  return deepest;
 }
 
 // The version reported by hello is the one in the library's package.json. For
