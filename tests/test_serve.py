@@ -45,7 +45,7 @@ def test_hello_names_the_implementation() -> None:
     out = run_serve({"id": 1, "cmd": "hello", "protocol": 1})
     assert out == [
         '{"id":1,"protocol":1,"implementation":{"name":"tool-call-closure","language":"python","version":"1.0.0"},'
-        '"capabilities":["hook"]}'
+        '"capabilities":["hook","tamper"]}'
     ]
 
 
@@ -392,3 +392,34 @@ def test_serve_reports_a_full_disk_in_one_line() -> None:
     assert done.stderr.decode().splitlines() == [
         "tool-call-closure serve: cannot write the output: No space left on device"
     ]
+
+
+def test_tamper_tries_to_modify_a_returned_value_and_the_snapshot_holds() -> None:
+    """spec/protocol.md, tamper: frozen values refuse every write (SNAP-3, IMM-1); plain export data changes."""
+    out = run_serve(
+        NEW,
+        call(1, "begin", CALLS),
+        call(2, "succeed", {"$handle": 1}, "a", "ok"),
+        call(3, "close", {"$handle": 1}),
+        {"id": 4, "cmd": "tamper", "target": 3},
+        call(5, "toOpenAIChatCompletions", {"$snapshot": 3}),
+        {"id": 6, "cmd": "tamper", "target": 5},
+        call(7, "toOpenAIChatCompletions", {"$snapshot": 3}),
+        call(8, "begin", []),
+        call(9, "succeed", {"$forgedHandle": 2}, "a", {"$snapshot": 5}),
+        {"id": 10, "cmd": "tamper", "target": 99},
+    )
+    assert out[4] == '{"id":4,"ok":null}'
+    assert out[5] == out[7].replace('"id":7', '"id":5')  # the tampered snapshot exports as before
+    assert json.loads(out[5])["ok"][0]["content"] == "ok"
+    assert json.loads(out[10])["error"]["kind"] == "ProtocolError"
+
+
+def test_tamper_changes_a_mutable_value_post_order() -> None:
+    from tool_call_closure.conformance.serve import tamper
+
+    value: Any = {"a": [1, {"b": 2}], "c": (3,)}
+    inner = value["a"]
+    tamper(value)
+    assert value == {"a": "tampered", "c": "tampered", "tampered": True}
+    assert inner == ["tampered", "tampered", "tampered"]

@@ -30,6 +30,8 @@ writing, finishes the request at hand silently and reports the error to
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import inspect
 import json
 import math
@@ -58,12 +60,13 @@ __all__ = [
     "nesting_depth",
     "parse_request_line",
     "serve",
+    "tamper",
 ]
 
 PROTOCOL_VERSION: Final = 1
 MAX_SAFE: Final = 2**53
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-CAPABILITIES: Final = ("hook",)
+CAPABILITIES: Final = ("hook", "tamper")
 # The deepest nesting of arrays and objects a request line may have (spec/protocol.md, Limits): the request
 # object itself is level 1.  Deep enough for every vector (hook chains about 25 requests deep), shallow enough
 # that no implementation's recursion limit is reached while decoding, running and serializing it.
@@ -277,6 +280,8 @@ class Server:
                 self._new(request_id, request)
             elif command == "call":
                 self._call(request_id, request, depth)
+            elif command == "tamper":
+                self._tamper(request_id, request)
             elif command == "bye":
                 self._write(request_id, 0, "ok", "null")
                 self.finished = True
@@ -367,6 +372,13 @@ class Server:
             self._results[request_id] = value
         self._write(request_id, depth, "ok", text)
 
+    def _tamper(self, request_id: Any, request: dict[str, Any]) -> None:
+        target = request.get("target")
+        if isinstance(target, bool) or not isinstance(target, (int, float, str)) or target not in self._results:
+            raise RequestError(f"tamper target {to_json(target)}: no earlier call with that id returned a value")
+        tamper(self._results[target])
+        self._write(request_id, 0, "ok", "null")
+
     def _report(self, request_id: Any, depth: int, exc: Exception) -> None:
         if isinstance(exc, ToolCallClosureError):
             self._error(request_id, depth, exc.kind, str(exc))
@@ -426,6 +438,48 @@ class Server:
                 raise RequestError("$hook takes an object")
             return Hook(self, inner, depth)
         raise RequestError(f"unknown tag {key!r}")
+
+
+TAMPERED: Final = "tampered"
+
+
+def tamper(value: Any) -> None:
+    """Try, by ordinary Python means, to modify ``value`` and everything in it (spec/protocol.md, tamper).
+
+    Post-order: the parts of a value are tampered with before the value itself.  A list's elements are
+    assigned ``"tampered"`` and ``"tampered"`` is appended; a dict's values are assigned ``"tampered"`` and the key
+    ``"tampered"`` is set to True; any other object with dataclass fields gets ``setattr`` of each field and of
+    an attribute ``tampered``.  Every attempt that raises is ignored: that is immutability holding.
+    """
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, children_done = stack.pop()
+        parts: list[tuple[Any, Any]]
+        if isinstance(item, (list, tuple)):
+            parts = list(enumerate(item))
+        elif isinstance(item, dict):
+            parts = list(item.items())
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            parts = [(f.name, getattr(item, f.name)) for f in dataclasses.fields(item)]
+        else:
+            continue
+        if not children_done:
+            stack.append((item, True))
+            stack.extend((child, False) for _, child in reversed(parts))
+            continue
+        for key, _ in parts:
+            with contextlib.suppress(Exception):
+                if isinstance(item, (list, tuple, dict)):
+                    item[key] = TAMPERED  # type: ignore[index]
+                else:
+                    setattr(item, key, TAMPERED)
+        with contextlib.suppress(Exception):
+            if isinstance(item, (list, tuple)):
+                item.append(TAMPERED)  # type: ignore[union-attr]
+            elif isinstance(item, dict):
+                item[TAMPERED] = True
+            else:
+                setattr(item, TAMPERED, True)
 
 
 class OutputError(Exception):

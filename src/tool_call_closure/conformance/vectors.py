@@ -226,8 +226,11 @@ def generate(data: dict[str, Any]) -> dict[str, Any]:
         "covers": _covers(trace, steps),
         "sha256": canonical_hash(data["id"], steps),
     }
-    if "hook" not in result["requires"] and '"$hook"' in _canonical([s["request"] for s in steps]):
+    requests = [s["request"] for s in steps]
+    if "hook" not in result["requires"] and '"$hook"' in _canonical(requests):
         result["requires"] = sorted({*result["requires"], "hook"})
+    if any(isinstance(r, dict) and r.get("cmd") == "tamper" for r in requests):
+        result["requires"] = sorted({*result["requires"], "tamper"})
     return result
 
 

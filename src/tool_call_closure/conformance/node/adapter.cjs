@@ -328,6 +328,7 @@ function handleRequest(request, depth) {
       case 'hello': return helloRequest(id, request);
       case 'new': return newRequest(id, request);
       case 'call': return callRequest(id, request, depth);
+      case 'tamper': return tamperRequest(id, request);
       case 'bye':
         respond(id, 0, 'ok', 'null');
         finished = true;
@@ -351,7 +352,7 @@ function helloRequest(id, request) {
   writeFd(1, '{"id":' + JSON.stringify(id)
     + ',"protocol":' + PROTOCOL_VERSION
     + ',"implementation":' + JSON.stringify(IMPLEMENTATION)
-    + ',"capabilities":["hook"]}\n');
+    + ',"capabilities":["hook","tamper"]}\n');
 }
 
 function newRequest(id, request) {
@@ -422,6 +423,41 @@ function callRequest(id, request, depth) {
     session.results.set(id, value);
   }
   respond(id, depth, 'ok', json);
+}
+
+// `tamper` (the capability of the same name): try, by ordinary JavaScript means, to
+// modify a value the library returned earlier. Post-order: the parts of a value are
+// tampered with before the value itself. Every element of an array is assigned
+// "tampered" and "tampered" is pushed; every own key of an object is assigned
+// "tampered" and the key "tampered" is set to true. This file is strict mode, so a
+// write to a frozen object throws; each attempt is tried on its own and a throw is
+// ignored: that is immutability holding. Later snapshots and exports show whether
+// anything the library relies on changed.
+function tamperRequest(id, request) {
+  const target = field(request, 'target');
+  if ((typeof target !== 'number' && typeof target !== 'string') || !session.results.has(target)) {
+    throw new ProtocolFailure(`tamper target ${show(target)}: no earlier call with that id returned a value`);
+  }
+  tamper(session.results.get(target));
+  respond(id, 0, 'ok', 'null');
+}
+
+function tamper(value) {
+  const attempt = (write) => { try { write(); } catch { /* frozen: the write is refused */ } };
+  const stack = [[value, false]];
+  while (stack.length > 0) {
+    const [item, childrenDone] = stack.pop();
+    if (item === null || typeof item !== 'object') continue;
+    const keys = Array.isArray(item) ? item.map((_, index) => index) : Object.keys(item);
+    if (!childrenDone) {
+      stack.push([item, true]);
+      for (let index = keys.length - 1; index >= 0; index -= 1) stack.push([item[keys[index]], false]);
+      continue;
+    }
+    for (const key of keys) attempt(() => { item[key] = 'tampered'; });
+    if (Array.isArray(item)) attempt(() => { item.push('tampered'); });
+    else attempt(() => { item.tampered = true; });
+  }
 }
 
 // ---------------------------------------------------------------------------
