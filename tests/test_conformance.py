@@ -31,6 +31,7 @@ from tool_call_closure.conformance.coverage import coverage_table
 from tool_call_closure.conformance.fuzz import fuzz
 from tool_call_closure.conformance.subject import locate_original, original_command, reference_command
 from tool_call_closure.conformance.vectors import Vector, drift, load_vectors
+from tool_call_closure.machine.table import TABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "spec"
@@ -328,3 +329,36 @@ def test_fuzz_against_the_original_finds_no_undocumented_divergence() -> None:
     assert ORIGINAL is not None
     result = fuzz(SubjectSpec(tuple(original_command(ORIGINAL))), max_examples=100, seed=3)
     assert result.divergence is None, (result.divergence, result.scenario)
+
+
+# --------------------------------------------------------------------------- kill-based coverage (issue 12)
+
+RECHECK_ROWS = [r.id for r in TABLE.transitions if r.phase == "recheck"]
+
+
+def test_every_recheck_row_is_killed_by_a_vector_whose_outcome_differs_when_the_recheck_is_skipped() -> None:
+    """Deleting a recheck row (or changing its answer) must make some vector fail: BEG-5, SET-9, CLO-5, RE-*."""
+    from tool_call_closure.conformance.coverage import kill_coverage
+
+    killed = kill_coverage(VECTORS, rows=RECHECK_ROWS)
+    assert sorted(killed) == sorted(RECHECK_ROWS)
+    for row_id, operators in killed.items():
+        observable = [v for ids in operators.values() for v in ids if v.startswith("reentrancy-recheck-")]
+        assert observable, f"{row_id}: no reentrancy-recheck-* vector fails when it is broken"
+
+
+def test_every_table_mutant_is_killed_or_documented_as_equivalent() -> None:
+    from tool_call_closure.conformance.coverage import kill_report
+
+    text, complete = kill_report(VECTORS)
+    assert complete, "\n".join(line for line in text.splitlines() if "SURVIVES" in line)
+
+
+def test_every_rule_without_a_capability_need_has_a_capability_free_vector() -> None:
+    """A port without the hook capability still checks BEG-1 and CLO-2 (and every rule not in NEEDS_CAPABILITY)."""
+    from tool_call_closure.conformance.coverage import NEEDS_CAPABILITY, coverage
+
+    plain = {v.id for v in VECTORS if not v.requires}
+    for rule, ids in coverage(VECTORS)["rule"].items():
+        if rule not in NEEDS_CAPABILITY:
+            assert set(ids) & plain, f"{rule} is covered only by vectors that need a capability: {ids}"

@@ -114,6 +114,12 @@ def _build_parser() -> argparse.ArgumentParser:
     vectors.add_argument("--check", action="store_true", help="do not write; exit 1 if the vectors drift")
     vectors.add_argument("--coverage", action="store_true", help="print the coverage table (exit 1 if incomplete)")
     vectors.add_argument(
+        "--kills",
+        action="store_true",
+        help="kill-based coverage: break each table row every way the loader accepts and list, per row and per "
+        "catalogue rule, the vectors that fail (exit 1 if a mutant survives that is not listed as equivalent)",
+    )
+    vectors.add_argument(
         "--from-model",
         action="store_true",
         help="(re)generate the model vectors: the shortest witness of every table row, in DIR/model",
@@ -287,6 +293,8 @@ def _vectors(args: argparse.Namespace) -> int:
     from tool_call_closure.conformance.vectors import VectorError, default_vectors_dir, drift, load_vectors, regenerate
 
     directory = args.dir if args.dir is not None else default_vectors_dir()
+    if not directory.is_dir():
+        return _usage("vectors", f"--dir {directory}: no such directory")
     if args.from_model and not args.check:
         from tool_call_closure.conformance.modelgen import generate_model_vectors
 
@@ -296,8 +304,7 @@ def _vectors(args: argparse.Namespace) -> int:
         changed = drift(directory) if args.check else regenerate(directory)
         vectors = load_vectors(directory)
     except (OSError, VectorError) as exc:
-        print(f"tool-call-closure vectors: {exc}", file=sys.stderr)
-        return 2
+        return _usage("vectors", _one_line(exc))
     status = 0
     if args.check:
         for path in changed:
@@ -307,6 +314,12 @@ def _vectors(args: argparse.Namespace) -> int:
         print(f"{len(vectors)} vectors; {len(changed)} file(s) rewritten")
     if args.coverage:
         text, complete = coverage_table(vectors)
+        print(text, end="")
+        status = status or (0 if complete else 1)
+    if args.kills:
+        from tool_call_closure.conformance.coverage import kill_report
+
+        text, complete = kill_report(vectors)
         print(text, end="")
         status = status or (0 if complete else 1)
     return status
@@ -366,8 +379,8 @@ def _table(path: Path | None, diagram: bool) -> int:
 
     try:
         machine = _load_machine(path)
-    except (OSError, TableError) as exc:
-        print(f"tool-call-closure table: {exc}", file=sys.stderr)
+    except (OSError, TableError, ValueError, RecursionError) as exc:
+        print(f"tool-call-closure table: {_one_line(exc)}", file=sys.stderr)
         return 1
     table = machine.table
     if diagram:
