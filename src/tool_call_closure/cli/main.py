@@ -204,7 +204,7 @@ def _conform(args: argparse.Namespace) -> int:
         summarize,
         write_report,
     )
-    from tool_call_closure.conformance.vectors import VectorError, load_vectors
+    from tool_call_closure.conformance.vectors import VectorError, check_expectations, load_vectors
 
     spec = _subject_spec(args)
     if isinstance(spec, int):
@@ -213,6 +213,8 @@ def _conform(args: argparse.Namespace) -> int:
         return _usage("conform", f"--vectors {args.vectors}: no such directory")
     try:
         every = load_vectors(args.vectors)
+        for vector in every:
+            check_expectations(vector)
     except (OSError, VectorError) as exc:
         return _usage("conform", _one_line(exc))
     unknown = sorted(set(args.vector) - {v.id for v in every})

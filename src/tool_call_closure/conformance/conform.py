@@ -273,7 +273,8 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
                 break
     except SubjectError as exc:
         result.outcome = "errored"
-        result.message = str(exc)
+        over = time.perf_counter() >= deadline
+        result.message = f"the vector took longer than {session.spec.vector_timeout:g} s ({exc})" if over else str(exc)
         result.stderr = session.stderr()[-4000:] or None
         session.restart()
     finally:
@@ -369,7 +370,8 @@ def summarize(run: ConformanceRun, out: IO[str], *, limit: int = 20) -> None:
         if shown > limit:
             out.write(f"… and {counts['failed'] + counts['errored'] - limit} more (see the report)\n")
             break
-        tags = f" [{', '.join(t for t in result.tags if t.startswith('deviation:'))}]" if result.tags else ""
+        deviations = [t for t in result.tags if t.startswith("deviation:")]
+        tags = f" [{', '.join(deviations)}]" if deviations else ""
         out.write(f"\n{result.outcome.upper()} {result.id}{tags}\n")
         if result.description:
             out.write(f"  {result.description}\n")
