@@ -362,3 +362,69 @@ def test_every_rule_without_a_capability_need_has_a_capability_free_vector() -> 
     for rule, ids in coverage(VECTORS)["rule"].items():
         if rule not in NEEDS_CAPABILITY:
             assert set(ids) & plain, f"{rule} is covered only by vectors that need a capability: {ids}"
+
+
+# --------------------------------------------------------------------------- the explorer (issue 12)
+
+
+def test_the_explorer_reaches_the_success_path() -> None:
+    """Most requests are valid and aimed at live targets: settlements are accepted, closes synthesize outcomes,
+    exports of every format have synthetic and reported entries, and Anthropic exports carry is_error."""
+    result = fuzz(SubjectSpec(None), max_examples=300, seed=5)
+    assert result.divergence is None
+    coverage = result.coverage
+    for key in ("accepted:success", "accepted:error", "accepted:cancelled", "event:synthetic_cancelled"):
+        assert coverage[key] >= 50, (key, coverage[key])
+    for method in ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults"):
+        assert coverage[f"export:{method}:synthetic"] > 0
+        assert coverage[f"export:{method}:reported"] > 0
+    assert coverage["export:toAnthropicToolResults:is_error"] > 0
+    assert coverage["error:calls_not_array"] < coverage["row:begin.commit.start@none"]
+    for intent in ("nested settle same call", "nested close other reason", "snapshot as content", "hook in begin"):
+        assert coverage[f"intent:{intent}"] > 0
+    assert coverage["nested:2"] > 0  # caller code inside caller code
+
+
+def test_scenarios_are_reproducible_per_seed_and_differ_across_seeds() -> None:
+    from tool_call_closure.conformance.fuzz import Explorer
+
+    explorer = Explorer(None)
+    scenarios = []
+    for seed in (1, 2, 1):
+        explorer.run(seed)
+        scenarios.append(json.dumps(explorer.sent))
+    assert scenarios[0] == scenarios[2]
+    assert scenarios[0] != scenarios[1]
+
+
+def test_fuzz_shards_across_jobs_and_prints_coverage_and_the_shrunk_scenario(tmp_path: Path) -> None:
+    result = fuzz(SubjectSpec(None), max_examples=20, seed=3, jobs=2)
+    assert result.examples == 20
+    assert result.divergence is None
+    broken = (*reference_command(), "--table", str(_broken_table(tmp_path)))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tool_call_closure",
+            "fuzz",
+            "--max-examples",
+            "300",
+            "--seed",
+            "2",
+            "--out",
+            str(tmp_path / "out"),
+            "--",
+            *broken,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "coverage (key: times reached):" in done.stdout
+    assert "DIVERGENCE" in done.stdout
+    assert "  step 1: {" in done.stdout  # the shrunk scenario, step by step, numbered from 1
+    vector = load_vectors(tmp_path / "out")[0]
+    assert vector.steps[0]["request"].get("options", {}) == {}  # irrelevant new options were dropped

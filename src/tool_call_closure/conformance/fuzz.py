@@ -500,7 +500,10 @@ class Explorer:
         handle = {"$handle": self.known.generations[-1]} if self.known.generations else {"$forgedHandle": 1}
         choice = rng.randrange(5)
         if choice == 0:
-            return self._call("succeed", handle, rng.choice(pending), "first")
+            content: Any = "first"
+            if rng.random() < 0.25:  # caller code inside caller code: a hook in a nested request (depth 2)
+                content = self._hook([self._call("snapshot")], "first")
+            return self._call("succeed", handle, rng.choice(pending), content)
         if choice == 1:
             return self._call("close", handle, {"status": "error", "code": "nested", "message": "nested close"})
         if choice == 2:
