@@ -25,6 +25,7 @@ from tool_call_closure.conformance.conform import (
     read_report,
     run_conformance,
     select_vectors,
+    summarize,
     write_report,
 )
 from tool_call_closure.conformance.coverage import coverage_table
@@ -428,3 +429,39 @@ def test_fuzz_shards_across_jobs_and_prints_coverage_and_the_shrunk_scenario(tmp
     assert "  step 1: {" in done.stdout  # the shrunk scenario, step by step, numbered from 1
     vector = load_vectors(tmp_path / "out")[0]
     assert vector.steps[0]["request"].get("options", {}) == {}  # irrelevant new options were dropped
+
+
+def test_a_failure_names_the_vector_the_step_and_the_first_differing_field(tmp_path: Path) -> None:
+    """issue 12 §4: description, 1-based step, JSON path and both values untruncated; schema-valid lines."""
+    broken = SubjectSpec((*reference_command(), "--table", str(_broken_table(tmp_path))))
+    chosen = [v for v in VECTORS if v.id == "settle-unknown-and-duplicate-observe-null"]
+    run = run_conformance(chosen, broken)
+    (result,) = run.results
+    assert result.outcome == "failed"
+    assert result.description == chosen[0].data["description"]
+    first = next(
+        number
+        for number, step in enumerate(chosen[0].steps, 1)
+        if "unknown_call" in json.dumps(step["responses"]) or "duplicate_settlement" in json.dumps(step["responses"])
+    )
+    assert result.step == first
+    assert result.path == "$[0].ok.reason"
+    assert {result.expected_value, result.actual_value} == {"unknown_call", "duplicate_settlement"}
+    report = io.StringIO()
+    write_report(run, report)
+    validator = _validator("report.schema.json")
+    for line in report.getvalue().splitlines():
+        assert list(validator.iter_errors(json.loads(line))) == []
+    summary = io.StringIO()
+    summarize(run, summary)
+    assert f"step {result.step}:" in summary.getvalue()
+    assert "first difference at $[0].ok.reason:" in summary.getvalue()
+    assert chosen[0].data["description"] in summary.getvalue()
+
+
+def test_the_first_difference_is_found_without_recursion_and_reports_key_order() -> None:
+    from tool_call_closure.conformance.compare import first_difference
+
+    assert first_difference({"a": [1, {"b": "x" * 1000}]}, {"a": [1, {"b": "y"}]}) == ("$.a[1].b", "x" * 1000, "y")
+    assert first_difference({"a": 1, "b": 2}, {"b": 2, "a": 1}) == ("$", {"a": 1, "b": 2}, {"b": 2, "a": 1})
+    assert first_difference([1, 1.0], [1.0, 1]) is None

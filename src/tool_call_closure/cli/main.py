@@ -97,7 +97,6 @@ def _build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument(
         "--invalid", type=float, default=0.15, metavar="P", help="share of deliberately invalid arguments (0.15)"
     )
-    fuzz.add_argument("--deviations", action="store_true", help=argparse.SUPPRESS)
     fuzz.add_argument("--out", type=Path, default=Path("fuzz-vectors"), metavar="DIR", help="where to write vectors")
     _subject_arguments(fuzz)
 

@@ -866,16 +866,13 @@ def fuzz(
     steps: int = 20,
     invalid: float = 0.15,
     jobs: int = 1,
-    deviations: bool = False,
     out_dir: Path | None = None,
-    progress: Callable[[FuzzResult], None] | None = None,
 ) -> FuzzResult:
     """Fuzz the subject; return what ran, the coverage and, on a divergence, the shrunk scenario.
 
-    Without ``seconds`` and ``max_examples`` a run tries 1,000 scenarios.  ``deviations`` is accepted for
-    compatibility: the explorer never draws the inputs of the deviations, whose answers differ by design.
+    Without ``seconds`` and ``max_examples`` a run tries 1,000 scenarios.  The explorer never draws the
+    inputs of the protocol-visible deviations (D1–D3, D7), whose answers differ from the original by design.
     """
-    del deviations, progress
     if seconds is None and max_examples is None:
         max_examples = 1000
     if seed is None:
