@@ -245,7 +245,9 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
     started = time.perf_counter()
     result = VectorResult(vector.id, vector.sha256, "passed", vector.tags, 0.0)
     result.description = str(vector.data.get("description", "")) or None
-    deadline = started + session.spec.vector_timeout
+    # A duck-typed spec (anything with start/describe/command/timeout) gets the default limit.
+    vector_timeout = getattr(session.spec, "vector_timeout", DEFAULT_VECTOR_TIMEOUT)
+    deadline = started + vector_timeout
     try:
         subject = session.ensure()
         missing = sorted(set(vector.requires) - set(session.capabilities))
@@ -258,7 +260,7 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
             if isinstance(subject, ProcessSubject):
                 subject.deadline = deadline
             if time.perf_counter() > deadline:
-                raise SubjectError(f"the vector took longer than {session.spec.vector_timeout:g} s")
+                raise SubjectError(f"the vector took longer than {vector_timeout:g} s")
             actual = subject.send(step["request"])
             result.steps += 1
             problem = diff_responses(step["responses"], actual)
@@ -274,7 +276,7 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
     except SubjectError as exc:
         result.outcome = "errored"
         over = time.perf_counter() >= deadline
-        result.message = f"the vector took longer than {session.spec.vector_timeout:g} s ({exc})" if over else str(exc)
+        result.message = f"the vector took longer than {vector_timeout:g} s ({exc})" if over else str(exc)
         result.stderr = session.stderr()[-4000:] or None
         session.restart()
     finally:
