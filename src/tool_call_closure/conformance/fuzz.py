@@ -65,7 +65,16 @@ from tool_call_closure.conformance.conform import HELLO, SubjectSpec
 from tool_call_closure.conformance.subject import InProcessSubject, Subject, SubjectError
 from tool_call_closure.conformance.vectors import VECTOR_FORMAT, generate, render
 
-__all__ = ["Explorer", "FuzzResult", "coverage_keys", "fuzz", "shrink", "write_vector"]
+__all__ = [
+    "Explorer",
+    "FuzzResult",
+    "coverage_keys",
+    "coverage_summary",
+    "fuzz",
+    "hook_positions",
+    "shrink",
+    "write_vector",
+]
 
 CALL_IDS: Final = ("a", "b", "c", "d", "é", "😀")
 NAMES: Final = ("t", "u", "lookup")
@@ -147,6 +156,7 @@ def coverage_keys(
         if "nested" in response:
             keys.add(f"nested:{response['nested']}")
     method = request.get("method")
+    keys |= {f"hook:{position}" for position in hook_positions(request)}
     own = responses[-1] if responses else {}
     if method in EXPORTS and isinstance(own.get("ok"), list):
         entries = own["ok"]
@@ -157,6 +167,31 @@ def coverage_keys(
             if entry.get("is_error") is True:
                 keys.add(f"export:{method}:is_error")
     return keys
+
+
+def hook_positions(request: dict[str, Any]) -> set[str]:
+    """Where a request puts caller code: ``method.argN`` plus the keys down to each ``$hook`` (``settle.arg2.message``),
+    nested requests included (their positions are prefixed by the hook's)."""
+    found: set[str] = set()
+    pending: list[tuple[str, Any]] = [
+        (f"{request.get('method')}.arg{index}", arg) for index, arg in enumerate(request.get("args") or [])
+    ]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, dict) and set(value) == {"$hook"} and isinstance(value["$hook"], dict):
+            found.add(where)
+            for nested in value["$hook"].get("calls") or []:
+                if isinstance(nested, dict):
+                    inner = [
+                        (f"{where}>{nested.get('method')}.arg{i}", a) for i, a in enumerate(nested.get("args") or [])
+                    ]
+                    pending.extend(inner)
+            pending.append((where + ".then", value["$hook"].get("then")))
+        elif isinstance(value, dict) and not (len(value) == 1 and next(iter(value)).startswith("$")):
+            pending.extend((f"{where}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list):
+            pending.extend((f"{where}[]", item) for item in value)
+    return found
 
 
 # --------------------------------------------------------------------------- the explorer
@@ -563,6 +598,34 @@ def _hook_in_outcome(x: Explorer) -> dict[str, Any]:
     return x._call("settle", handle, call_id, {"status": "cancelled", "code": hook})
 
 
+def _hook_elsewhere(x: Explorer) -> dict[str, Any]:
+    """Caller code in the remaining positions that run it: a look-alike handle, a close reason's code and
+    sideEffectState, an outcome's content, new's options."""
+    rng = x.rng
+    generation = x.known.generations[-1] if x.known.generations else 1
+    hook = x._hook([x._nested() for _ in range(rng.randint(0, 2))], ABSENT, throw=rng.random() < 0.1)
+    where = rng.randrange(5)
+    if where == 0:
+        hook["$hook"]["then"] = {"generation": generation}
+        method = rng.choice(["settle", "succeed", "close", "seal", "cancel"])
+        if method == "settle":
+            return x._call(method, hook, x._call_id(), x._outcome())
+        if method in ("succeed", "cancel"):
+            return x._call(method, hook, x._call_id())
+        return x._call(method, hook)
+    if where == 1:
+        hook["$hook"]["then"] = rng.choice([*CODES, None])
+        return x._call("close", x._handle(), {"status": "error", "code": hook})
+    if where == 2:
+        hook["$hook"]["then"] = rng.choice(["unknown", "not_started", None])
+        return x._call("close", x._handle(), {"status": "cancelled", "sideEffectState": hook})
+    if where == 3:
+        hook["$hook"]["then"] = x._json()
+        return x._call("settle", x._handle(), x._call_id(), {"status": "success", "content": hook})
+    hook["$hook"]["then"] = rng.choice([1, 2, 3, None])
+    return {"id": x._id(), "cmd": "new", "options": {rng.choice(["maxCalls", "maxResultBytes", "maxIdBytes"]): hook}}
+
+
 def _begin(x: Explorer) -> dict[str, Any]:
     return x._call("begin", x._calls())
 
@@ -649,6 +712,7 @@ INTENTS: Final[dict[str, Callable[[Explorer], dict[str, Any]]]] = {
     "nested settle same call": _nested_settle_same_call,
     "hook in outcome": _hook_in_outcome,
     "hook in begin": _hook_in_begin,
+    "hook elsewhere": _hook_elsewhere,
     "nested close other reason": _nested_close_other_reason,
     "snapshot as content": _snapshot_as_content,
     "tamper": _tamper,
@@ -665,6 +729,7 @@ BASE_WEIGHTS: Final = {
     "nested settle same call": 1.0,
     "hook in outcome": 1.0,
     "hook in begin": 0.7,
+    "hook elsewhere": 0.7,
     "nested close other reason": 1.0,
     "snapshot as content": 0.7,
     "tamper": 1.0,
