@@ -771,6 +771,10 @@ def shrink(
         while index >= 1:
             candidate = requests[:index] + requests[index + 1 :]
             found = still_fails(candidate)
+            if found is None:
+                renumbered = _without_begin(requests, index)
+                if renumbered is not None:
+                    candidate, found = renumbered, still_fails(renumbered)
             if found is not None:
                 requests, problem, changed = candidate, found, True
             index -= 1
@@ -795,32 +799,59 @@ def shrink(
     return requests, problem
 
 
+def _is_tag(value: Any, tag: str) -> bool:
+    return isinstance(value, dict) and set(value) == {tag}
+
+
+def _replacing(value: Any, choose: Callable[[Any], list[Any]]) -> list[Any]:
+    """Every variant of ``value`` in which one part (at any depth, nested requests included) is replaced by one
+    of the values ``choose`` offers for it."""
+    variants = list(choose(value))
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            variants += [[*value[:index], new, *value[index + 1 :]] for new in _replacing(item, choose)]
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            variants += [{**value, key: new} for new in _replacing(item, choose)]
+    return variants
+
+
+def _simpler_part(value: Any) -> list[Any]:
+    """Simpler stand-ins for one part: a hook's then (no caller code), an array with one element fewer."""
+    if _is_tag(value, "$hook") and isinstance(value["$hook"], dict):
+        return [value["$hook"].get("then", {})]
+    if isinstance(value, list) and value:
+        return [value[:i] + value[i + 1 :] for i in range(len(value))]
+    return []
+
+
+def _earlier_handles(value: Any) -> Any:
+    """``value`` with every ``$handle`` g > 1 replaced by g - 1 (after the begin that made generation 1 is gone)."""
+    if _is_tag(value, "$handle") and type(value["$handle"]) is int and value["$handle"] > 1:
+        return {"$handle": value["$handle"] - 1}
+    if isinstance(value, list):
+        return [_earlier_handles(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _earlier_handles(item) for key, item in value.items()}
+    return value
+
+
 def _simplifications(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """Simpler variants of one request: a hook replaced by its ``then`` (no caller code), one element fewer in
-    an array argument (a call list)."""
+    """Simpler variants of one request: one hook replaced by its ``then``, one array element fewer (a call
+    list, or an argument of a request)."""
     args = request.get("args")
     if request.get("cmd") != "call" or not isinstance(args, list):
         return []
-    variants: list[dict[str, Any]] = []
-    for position, arg in enumerate(args):
-        replacements: list[Any] = []
-        if isinstance(arg, dict) and set(arg) == {"$hook"} and isinstance(arg["$hook"], dict):
-            replacements.append(arg["$hook"].get("then", {"$undefined": True} if position == len(args) - 1 else {}))
-        if isinstance(arg, list):
-            replacements += [arg[:i] + arg[i + 1 :] for i in range(len(arg))]
-            replacements += (
-                [
-                    [
-                        item["$hook"].get("then", {}) if isinstance(item, dict) and set(item) == {"$hook"} else item
-                        for item in arg
-                    ]
-                ]
-                if any(isinstance(item, dict) and set(item) == {"$hook"} for item in arg)
-                else []
-            )
-        for replacement in replacements:
-            variants.append({**request, "args": [*args[:position], replacement, *args[position + 1 :]]})
-    return variants
+    variants = [{**request, "args": new} for new in _replacing(args, _simpler_part) if isinstance(new, list)]
+    # _replacing offers the args list itself fewer elements too: dropping an argument makes it absent.
+    return [variant for variant in variants if variant != request]
+
+
+def _without_begin(requests: list[dict[str, Any]], index: int) -> list[dict[str, Any]] | None:
+    """The scenario without the ``begin`` at ``index``, later handles renumbered to the generations left."""
+    if requests[index].get("method") != "begin":
+        return None
+    return [*requests[:index], *(_earlier_handles(r) for r in requests[index + 1 :])]
 
 
 # --------------------------------------------------------------------------- a run
