@@ -142,13 +142,16 @@ class ProcessSubject(Subject):
 
     @staticmethod
     def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
-        for line in iter(stream.readline, b""):
-            lines.put(line)
+        # close() may close the pipe while this thread still reads it: that is the end of the output too.
+        with contextlib.suppress(OSError, ValueError):
+            for line in iter(stream.readline, b""):
+                lines.put(line)
         lines.put(None)
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for chunk in iter(lambda: stream.read(4096), b""):
-            self._stderr.append(chunk)
+        with contextlib.suppress(OSError, ValueError):
+            for chunk in iter(lambda: stream.read(4096), b""):
+                self._stderr.append(chunk)
 
     def stderr_text(self) -> str:
         return b"".join(self._stderr).decode("utf-8", "replace")
