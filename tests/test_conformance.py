@@ -25,12 +25,14 @@ from tool_call_closure.conformance.conform import (
     read_report,
     run_conformance,
     select_vectors,
+    summarize,
     write_report,
 )
 from tool_call_closure.conformance.coverage import coverage_table
 from tool_call_closure.conformance.fuzz import fuzz
 from tool_call_closure.conformance.subject import locate_original, original_command, reference_command
 from tool_call_closure.conformance.vectors import Vector, drift, load_vectors
+from tool_call_closure.machine.table import TABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "spec"
@@ -328,3 +330,138 @@ def test_fuzz_against_the_original_finds_no_undocumented_divergence() -> None:
     assert ORIGINAL is not None
     result = fuzz(SubjectSpec(tuple(original_command(ORIGINAL))), max_examples=100, seed=3)
     assert result.divergence is None, (result.divergence, result.scenario)
+
+
+# --------------------------------------------------------------------------- kill-based coverage (issue 12)
+
+RECHECK_ROWS = [r.id for r in TABLE.transitions if r.phase == "recheck"]
+
+
+def test_every_recheck_row_is_killed_by_a_vector_whose_outcome_differs_when_the_recheck_is_skipped() -> None:
+    """Deleting a recheck row (or changing its answer) must make some vector fail: BEG-5, SET-9, CLO-5, RE-*."""
+    from tool_call_closure.conformance.coverage import kill_coverage
+
+    killed = kill_coverage(VECTORS, rows=RECHECK_ROWS)
+    assert sorted(killed) == sorted(RECHECK_ROWS)
+    for row_id, operators in killed.items():
+        observable = [v for ids in operators.values() for v in ids if v.startswith("reentrancy-recheck-")]
+        assert observable, f"{row_id}: no reentrancy-recheck-* vector fails when it is broken"
+
+
+def test_every_table_mutant_is_killed_or_documented_as_equivalent() -> None:
+    from tool_call_closure.conformance.coverage import kill_report
+
+    text, complete = kill_report(VECTORS)
+    assert complete, "\n".join(line for line in text.splitlines() if "SURVIVES" in line)
+
+
+def test_every_rule_without_a_capability_need_has_a_capability_free_vector() -> None:
+    """A port without the hook capability still checks BEG-1 and CLO-2 (and every rule not in NEEDS_CAPABILITY)."""
+    from tool_call_closure.conformance.coverage import NEEDS_CAPABILITY, coverage
+
+    plain = {v.id for v in VECTORS if not v.requires}
+    for rule, ids in coverage(VECTORS)["rule"].items():
+        if rule not in NEEDS_CAPABILITY:
+            assert set(ids) & plain, f"{rule} is covered only by vectors that need a capability: {ids}"
+
+
+# --------------------------------------------------------------------------- the explorer (issue 12)
+
+
+def test_the_explorer_reaches_the_success_path() -> None:
+    """Most requests are valid and aimed at live targets: settlements are accepted, closes synthesize outcomes,
+    exports of every format have synthetic and reported entries, and Anthropic exports carry is_error."""
+    result = fuzz(SubjectSpec(None), max_examples=300, seed=5)
+    assert result.divergence is None
+    coverage = result.coverage
+    for key in ("accepted:success", "accepted:error", "accepted:cancelled", "event:synthetic_cancelled"):
+        assert coverage[key] >= 50, (key, coverage[key])
+    for method in ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults"):
+        assert coverage[f"export:{method}:synthetic"] > 0
+        assert coverage[f"export:{method}:reported"] > 0
+    assert coverage["export:toAnthropicToolResults:is_error"] > 0
+    assert coverage["error:calls_not_array"] < coverage["row:begin.commit.start@none"]
+    for intent in ("nested settle same call", "nested close other reason", "snapshot as content", "hook in begin"):
+        assert coverage[f"intent:{intent}"] > 0
+    assert coverage["nested:2"] > 0  # caller code inside caller code
+
+
+def test_scenarios_are_reproducible_per_seed_and_differ_across_seeds() -> None:
+    from tool_call_closure.conformance.fuzz import Explorer
+
+    explorer = Explorer(None)
+    scenarios = []
+    for seed in (1, 2, 1):
+        explorer.run(seed)
+        scenarios.append(json.dumps(explorer.sent))
+    assert scenarios[0] == scenarios[2]
+    assert scenarios[0] != scenarios[1]
+
+
+def test_fuzz_shards_across_jobs_and_prints_coverage_and_the_shrunk_scenario(tmp_path: Path) -> None:
+    result = fuzz(SubjectSpec(None), max_examples=20, seed=3, jobs=2)
+    assert result.examples == 20
+    assert result.divergence is None
+    broken = (*reference_command(), "--table", str(_broken_table(tmp_path)))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tool_call_closure",
+            "fuzz",
+            "--max-examples",
+            "300",
+            "--seed",
+            "2",
+            "--out",
+            str(tmp_path / "out"),
+            "--",
+            *broken,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "coverage (key: times reached):" in done.stdout
+    assert "DIVERGENCE" in done.stdout
+    assert "  step 1: {" in done.stdout  # the shrunk scenario, step by step, numbered from 1
+    vector = load_vectors(tmp_path / "out")[0]
+    assert vector.steps[0]["request"].get("options", {}) == {}  # irrelevant new options were dropped
+
+
+def test_a_failure_names_the_vector_the_step_and_the_first_differing_field(tmp_path: Path) -> None:
+    """issue 12 §4: description, 1-based step, JSON path and both values untruncated; schema-valid lines."""
+    broken = SubjectSpec((*reference_command(), "--table", str(_broken_table(tmp_path))))
+    chosen = [v for v in VECTORS if v.id == "settle-unknown-and-duplicate-observe-null"]
+    run = run_conformance(chosen, broken)
+    (result,) = run.results
+    assert result.outcome == "failed"
+    assert result.description == chosen[0].data["description"]
+    first = next(
+        number
+        for number, step in enumerate(chosen[0].steps, 1)
+        if "unknown_call" in json.dumps(step["responses"]) or "duplicate_settlement" in json.dumps(step["responses"])
+    )
+    assert result.step == first
+    assert result.path == "$[0].ok.reason"
+    assert {result.expected_value, result.actual_value} == {"unknown_call", "duplicate_settlement"}
+    report = io.StringIO()
+    write_report(run, report)
+    validator = _validator("report.schema.json")
+    for line in report.getvalue().splitlines():
+        assert list(validator.iter_errors(json.loads(line))) == []
+    summary = io.StringIO()
+    summarize(run, summary)
+    assert f"step {result.step}:" in summary.getvalue()
+    assert "first difference at $[0].ok.reason:" in summary.getvalue()
+    assert chosen[0].data["description"] in summary.getvalue()
+
+
+def test_the_first_difference_is_found_without_recursion_and_reports_key_order() -> None:
+    from tool_call_closure.conformance.compare import first_difference
+
+    assert first_difference({"a": [1, {"b": "x" * 1000}]}, {"a": [1, {"b": "y"}]}) == ("$.a[1].b", "x" * 1000, "y")
+    assert first_difference({"a": 1, "b": 2}, {"b": 2, "a": 1}) == ("$", {"a": 1, "b": 2}, {"b": 2, "a": 1})
+    assert first_difference([1, 1.0], [1.0, 1]) is None

@@ -120,7 +120,7 @@ def expected_version() -> str:
 # --------------------------------------------------------------------------- handshake, startup, exit
 
 
-def test_hello_names_the_original_and_the_hook_capability() -> None:
+def test_hello_names_the_original_and_the_hook_and_tamper_capabilities() -> None:
     lines = responses({"id": 1, "cmd": "hello", "protocol": 1})
     version = expected_version()
     if ORIGINAL == SEED:
@@ -128,7 +128,7 @@ def test_hello_names_the_original_and_the_hook_capability() -> None:
     assert lines == [
         '{"id":1,"protocol":1,"implementation":{"name":"tool-call-closure","language":"javascript","version":"'
         + version
-        + '"},"capabilities":["hook"]}'
+        + '"},"capabilities":["hook","tamper"]}'
     ]
 
 
@@ -826,3 +826,48 @@ def test_a_request_longer_than_the_read_chunk() -> None:
         '{"id":2,"ok":{"accepted":true,"generation":1,"callId":"a","settlement":'
         '{"status":"success","content":"' + text + '","provenance":"reported"}}}'
     )
+
+
+# --------------------------------------------------------------------------- limits and tamper (issue 12)
+
+
+def test_request_lines_nest_at_most_128_levels() -> None:
+    """spec/protocol.md, Limits: the adapter refuses deeper lines with a ProtocolError and keeps serving."""
+    deep = "[" * 126 + '"x"' + "]" * 126
+    deeper = "[" * 127 + '"x"' + "]" * 127
+    succeed = '{"id":%d,"cmd":"call","method":"succeed","args":[{"$handle":1},"%s",CONTENT]}'
+    lines = responses(
+        NEW,
+        BEGIN_AB,
+        (succeed % (2, "a")).replace("CONTENT", deep),
+        (succeed % (3, "b")).replace("CONTENT", deeper),
+        (succeed % (4, "b")).replace("CONTENT", "[" * 50_000 + "]" * 50_000),
+        AFTER,
+    )
+    assert json.loads(lines[2])["ok"]["accepted"] is True
+    assert json.loads(lines[3]) == {
+        "id": 3,
+        "error": {"kind": "ProtocolError", "message": "the request nests deeper than 128 levels"},
+    }
+    assert_protocol_error(lines[4], 4)
+    assert lines[5] == '{"id":"after","ok":1}'
+
+
+def test_tamper_cannot_change_the_originals_frozen_values() -> None:
+    """The original freezes snapshots, settlements and rejections (SNAP-3, IMM-1); its exports are plain data."""
+    lines = responses(
+        NEW,
+        BEGIN_AB,
+        call(2, "succeed", H1, "a", "ok"),
+        call(3, "close", H1),
+        {"id": 4, "cmd": "tamper", "target": 3},
+        {"id": 5, "cmd": "tamper", "target": 2},
+        call(6, "toAnthropicToolResults", {"$snapshot": 3}),
+        {"id": 7, "cmd": "tamper", "target": 6},
+        call(8, "succeed", H1, "a", {"$snapshot": 6}),
+        {"id": 9, "cmd": "tamper", "target": "nothing"},
+    )
+    assert lines[4:6] == ['{"id":4,"ok":null}', '{"id":5,"ok":null}']
+    assert json.loads(lines[6])["ok"][0] == {"type": "tool_result", "tool_use_id": "a", "content": "ok"}
+    assert lines[7] == '{"id":7,"ok":null}'
+    assert_protocol_error(lines[9], 9)

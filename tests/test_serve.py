@@ -45,7 +45,7 @@ def test_hello_names_the_implementation() -> None:
     out = run_serve({"id": 1, "cmd": "hello", "protocol": 1})
     assert out == [
         '{"id":1,"protocol":1,"implementation":{"name":"tool-call-closure","language":"python","version":"1.0.0"},'
-        '"capabilities":["hook"]}'
+        '"capabilities":["hook","tamper"]}'
     ]
 
 
@@ -301,3 +301,125 @@ def test_process_subject_drives_serve_and_reports_a_dead_subject() -> None:
     with pytest.raises(SubjectError, match="exited"):
         dead.send({"id": 1, "cmd": "hello", "protocol": 1})
     dead.close()
+
+
+def _deep_list(levels: int) -> str:
+    return "[" * levels + '"x"' + "]" * levels
+
+
+def test_request_nesting_is_bounded_at_128_levels_without_internal_error() -> None:
+    """spec/protocol.md, Limits: 128 levels are served, 129 and 5,000 are ProtocolErrors that change nothing."""
+
+    def succeed(request_id: int, call_id: str, content: str) -> str:
+        return json.dumps(call(request_id, "succeed", {"$handle": 1}, call_id, "CONTENT")).replace('"CONTENT"', content)
+
+    out = run_serve(
+        NEW,
+        call(1, "begin", CALLS),
+        succeed(2, "a", _deep_list(126)),
+        succeed(3, "b", _deep_list(127)),
+        succeed(4, "b", _deep_list(5000)),
+        call(5, "succeed", {"$handle": 1}, "b", "ok"),
+    )
+    assert json.loads(out[2])["ok"]["accepted"] is True
+    assert json.loads(out[3]) == {
+        "id": 3,
+        "error": {"kind": "ProtocolError", "message": "the request nests deeper than 128 levels"},
+    }
+    assert json.loads(out[4])["error"]["kind"] == "ProtocolError"
+    assert json.loads(out[5])["ok"]["accepted"] is True
+    assert "InternalError" not in "".join(out)
+
+
+def _hook_chain(levels: int, method: str) -> str:
+    """A request line: ``method`` on a hook whose calls run ``method`` on a hook whose calls … (``levels`` deep)."""
+    arg = json.dumps({"$handle": 1})
+    for number in range(levels):
+        nested = json.dumps(call(100 + number, method, "ARG")).replace('"ARG"', arg)
+        arg = json.dumps({"$hook": {"calls": ["CALL"], "then": {"generation": 1}}}).replace('"CALL"', nested)
+    return json.dumps(call(9, method, "ARG")).replace('"ARG"', arg)
+
+
+@pytest.mark.parametrize("levels", [25, 110])
+def test_hook_chains_never_answer_internal_error(levels: int) -> None:
+    """A seal whose handle is a chain of hooks, each sealing again: within the bound it runs, beyond it the
+    whole line is refused, and in neither case is the answer an InternalError."""
+    out = run_serve(NEW, call(1, "begin", CALLS), _hook_chain(levels, "seal"), call(2, "snapshot"))
+    last = json.loads(out[-2])
+    assert "InternalError" not in "".join(out)
+    if levels == 25:
+        assert len(out) == 2 + levels + 2
+    else:
+        assert last == {
+            "id": 9,
+            "error": {"kind": "ProtocolError", "message": "the request nests deeper than 128 levels"},
+        }
+        assert json.loads(out[-1])["ok"]["closed"] is False  # the refused line changed nothing
+
+
+def test_serve_exits_quietly_when_its_reader_closes_the_pipe() -> None:
+    """issue 10: no BrokenPipeError traceback; exit status 0 (spec/protocol.md, Limits: Output)."""
+    reader_closes = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"yes '{json.dumps(NEW)}' | head -c 2000000 | {sys.executable} -m tool_call_closure serve | head -1",
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert reader_closes.stdout == b'{"id":0,"ok":null}\n'
+    assert b"Traceback" not in reader_closes.stderr
+    assert reader_closes.stderr == b""
+    script = f"yes '{json.dumps(NEW)}' | head -c 2000000 | {sys.executable} -m tool_call_closure serve | head -1 >/dev/null; echo ${{PIPESTATUS[2]}}"
+    status = subprocess.run(["bash", "-c", script], capture_output=True, timeout=120, check=False)
+    assert status.stdout.strip() == b"0"
+
+
+def test_serve_reports_a_full_disk_in_one_line() -> None:
+    """issue 10: ENOSPC is one line on stderr and exit status 1, no traceback."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "tool_call_closure", "serve"],
+            input=json.dumps(NEW).encode() + b"\n",
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines() == [
+        "tool-call-closure serve: cannot write the output: No space left on device"
+    ]
+
+
+def test_tamper_tries_to_modify_a_returned_value_and_the_snapshot_holds() -> None:
+    """spec/protocol.md, tamper: frozen values refuse every write (SNAP-3, IMM-1); plain export data changes."""
+    out = run_serve(
+        NEW,
+        call(1, "begin", CALLS),
+        call(2, "succeed", {"$handle": 1}, "a", "ok"),
+        call(3, "close", {"$handle": 1}),
+        {"id": 4, "cmd": "tamper", "target": 3},
+        call(5, "toOpenAIChatCompletions", {"$snapshot": 3}),
+        {"id": 6, "cmd": "tamper", "target": 5},
+        call(7, "toOpenAIChatCompletions", {"$snapshot": 3}),
+        call(8, "begin", []),
+        call(9, "succeed", {"$forgedHandle": 2}, "a", {"$snapshot": 5}),
+        {"id": 10, "cmd": "tamper", "target": 99},
+    )
+    assert out[4] == '{"id":4,"ok":null}'
+    assert out[5] == out[7].replace('"id":7', '"id":5')  # the tampered snapshot exports as before
+    assert json.loads(out[5])["ok"][0]["content"] == "ok"
+    assert json.loads(out[10])["error"]["kind"] == "ProtocolError"
+
+
+def test_tamper_changes_a_mutable_value_post_order() -> None:
+    from tool_call_closure.conformance.serve import tamper
+
+    value: Any = {"a": [1, {"b": 2}], "c": (3,)}
+    inner = value["a"]
+    tamper(value)
+    assert value == {"a": "tampered", "c": "tampered", "tampered": True}
+    assert inner == ["tampered", "tampered", "tampered"]

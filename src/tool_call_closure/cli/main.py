@@ -69,10 +69,11 @@ def _build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--vectors", type=Path, metavar="DIR", help="vector directory (default: the shipped vectors)")
     conform.add_argument("--tags", nargs="+", default=[], metavar="TAG", help="run only vectors with any of these tags")
     conform.add_argument("--skip-tags", nargs="+", default=[], metavar="TAG", help="skip vectors with any of these")
+    conform.add_argument("--vector", action="append", default=[], metavar="ID", help="run only the vector ID")
     conform.add_argument(
-        "--report", type=Path, default=Path("conform-report.jsonl"), metavar="PATH", help="JSONL report path"
+        "--report", type=Path, metavar="PATH", help="write the JSONL report to PATH (default: no report file)"
     )
-    conform.add_argument("--no-report", action="store_true", help="do not write a report")
+    conform.add_argument("--no-report", action="store_true", help="write no report file (the default)")
     _subject_arguments(conform)
 
     report = commands.add_parser("report", help="work with conformance reports")
@@ -84,15 +85,19 @@ def _build_parser() -> argparse.ArgumentParser:
     fuzz = commands.add_parser(
         "fuzz",
         help="differential fuzzing of a subject against the reference",
-        description="Draw random protocol v1 scenarios with Hypothesis, run them in lockstep on the reference and "
-        "the subject, shrink the first divergence and write it out as a vector. Exit status 1 on a divergence.",
+        description="Build model-guided protocol v1 scenarios, run them in lockstep on the reference and the "
+        "subject, shrink the first divergence, print it and write it out as a vector; print the coverage reached. "
+        "Exit status: 0 no divergence, 1 a divergence, 2 a usage error.",
     )
-    fuzz.add_argument("--max-examples", type=int, default=1000, metavar="N", help="scenarios to try (default 1000)")
-    fuzz.add_argument("--seconds", type=float, metavar="S", help="time budget for generating scenarios")
-    fuzz.add_argument("--seed", type=int, metavar="N", help="seed, for a reproducible run")
-    fuzz.add_argument("--steps", type=int, default=20, metavar="N", help="at most N requests per scenario")
     fuzz.add_argument(
-        "--deviations", action="store_true", help="also draw the inputs whose answers differ by design (D1–D7)"
+        "--max-examples", type=int, metavar="N", help="stop after N scenarios (default: 1000 without --seconds)"
+    )
+    fuzz.add_argument("--seconds", type=float, metavar="S", help="time budget: run until S seconds are spent")
+    fuzz.add_argument("--seed", type=int, metavar="N", help="seed, for a reproducible run (default: random)")
+    fuzz.add_argument("--steps", type=int, default=20, metavar="N", help="at most N requests per scenario")
+    fuzz.add_argument("--jobs", type=int, default=1, metavar="N", help="shard the run across N processes")
+    fuzz.add_argument(
+        "--invalid", type=float, default=0.15, metavar="P", help="share of deliberately invalid arguments (0.15)"
     )
     fuzz.add_argument("--out", type=Path, default=Path("fuzz-vectors"), metavar="DIR", help="where to write vectors")
     _subject_arguments(fuzz)
@@ -109,6 +114,12 @@ def _build_parser() -> argparse.ArgumentParser:
     vectors.add_argument("--dir", type=Path, metavar="DIR", help="vector directory (default: spec/vectors)")
     vectors.add_argument("--check", action="store_true", help="do not write; exit 1 if the vectors drift")
     vectors.add_argument("--coverage", action="store_true", help="print the coverage table (exit 1 if incomplete)")
+    vectors.add_argument(
+        "--kills",
+        action="store_true",
+        help="kill-based coverage: break each table row every way the loader accepts and list, per row and per "
+        "catalogue rule, the vectors that fail (exit 1 if a mutant survives that is not listed as equivalent)",
+    )
     vectors.add_argument(
         "--from-model",
         action="store_true",
@@ -133,6 +144,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; when the reader of its output goes away (``… | head``), stop quietly with status 141."""
+    # Reports quote protocol strings, which may hold lone surrogates: they are written escaped, never a crash.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         args = _build_parser().parse_args(argv)  # --help and --version print too
     except BrokenPipeError:
@@ -171,20 +187,22 @@ def _run(args: argparse.Namespace) -> int:
 
         try:
             return diff_reports(args.a, args.b, sys.stdout)
-        except (OSError, ReportError) as exc:
-            print(f"tool-call-closure report diff: {exc}", file=sys.stderr)
-            return 2
+        except OSError as exc:
+            return _usage("report diff", f"{exc.filename}: {exc.strerror or exc}")
+        except ReportError as exc:
+            return _usage("report diff", _one_line(exc))
     if command == "fuzz":
         return _fuzz(args)
     if command == "check":
         from tool_call_closure.conformance.conform import check_trace
 
         try:
-            with args.trace.open(encoding="utf-8") as lines:
-                return check_trace(lines, sys.stdout)
+            text = args.trace.read_bytes().decode("utf-8")
         except OSError as exc:
-            print(f"tool-call-closure check: {exc}", file=sys.stderr)
-            return 2
+            return _usage("check", f"{args.trace}: {exc.strerror or exc}")
+        except UnicodeDecodeError as exc:
+            return _usage("check", f"{args.trace}: not UTF-8 text (byte {exc.start})")
+        return check_trace(text.split("\n"), sys.stdout)
     if command == "vectors":
         return _vectors(args)
     if command == "demo":
@@ -194,8 +212,12 @@ def _run(args: argparse.Namespace) -> int:
     return _table(args.path, args.diagram)
 
 
-def _subject_spec(args: argparse.Namespace) -> SubjectSpec:
+def _subject_spec(args: argparse.Namespace) -> SubjectSpec | int:
+    """The subject the arguments name, or the exit status 2 of a usage error (already reported)."""
     from tool_call_closure.conformance.conform import SubjectSpec
+
+    if not args.timeout > 0:  # also refuses NaN
+        return _usage(args.command, f"--timeout must be a positive number of seconds, not {args.timeout}")
 
     command = [part for part in args.subject if part != "--"] if args.subject else []
     if args.subject and args.subject[0] == "--":
@@ -211,59 +233,90 @@ def _conform(args: argparse.Namespace) -> int:
         summarize,
         write_report,
     )
-    from tool_call_closure.conformance.vectors import VectorError, load_vectors
+    from tool_call_closure.conformance.vectors import VectorError, check_expectations, load_vectors
 
+    spec = _subject_spec(args)
+    if isinstance(spec, int):
+        return spec
+    if args.vectors is not None and not args.vectors.is_dir():
+        return _usage("conform", f"--vectors {args.vectors}: no such directory")
     try:
-        vectors = select_vectors(load_vectors(args.vectors), args.tags, args.skip_tags)
+        every = load_vectors(args.vectors)
+        for vector in every:
+            check_expectations(vector)
     except (OSError, VectorError) as exc:
-        print(f"tool-call-closure conform: {exc}", file=sys.stderr)
-        return 2
-    run = run_conformance(vectors, _subject_spec(args), progress_printer())
+        return _usage("conform", _one_line(exc))
+    unknown = sorted(set(args.vector) - {v.id for v in every})
+    if unknown:
+        return _usage("conform", f"--vector {unknown[0]}: no vector has that id")
+    chosen = [v for v in every if v.id in args.vector] if args.vector else every
+    vectors = select_vectors(chosen, args.tags, args.skip_tags)
+    if not vectors:
+        return _usage("conform", "the selection matches no vector (check --vectors, --vector, --tags, --skip-tags)")
+    report = None
+    if args.report is not None and not args.no_report:
+        try:
+            report = args.report.open("w", encoding="utf-8")
+        except OSError as exc:
+            return _usage("conform", f"--report {args.report}: {exc.strerror or exc}")
+    run = run_conformance(vectors, spec, progress_printer())
     summarize(run, sys.stdout)
-    if not args.no_report:
-        with args.report.open("w", encoding="utf-8") as out:
-            write_report(run, out)
+    if report is not None:
+        with report:
+            write_report(run, report)
         print(f"report: {args.report}")
     return 0 if run.ok() else 1
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    from tool_call_closure.conformance.fuzz import FuzzResult, fuzz
+    import json
 
-    def progress(result: FuzzResult) -> None:
-        if sys.stderr.isatty():
-            sys.stderr.write(
-                f"\r{result.examples} scenarios, {result.requests} requests, {result.examples_per_second:.1f}/s"
-            )
-            sys.stderr.flush()
+    from tool_call_closure.conformance.fuzz import coverage_summary, fuzz
 
-    try:
-        result = fuzz(
-            _subject_spec(args),
-            max_examples=args.max_examples,
-            seconds=args.seconds,
-            seed=args.seed,
-            steps=args.steps,
-            deviations=args.deviations,
-            out_dir=args.out,
-            progress=progress,
-        )
-    except RuntimeError as exc:
-        print(f"tool-call-closure fuzz: {exc}", file=sys.stderr)
-        return 2
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
+    for name, value, low in (
+        ("--seconds", args.seconds, 0),
+        ("--max-examples", args.max_examples, 1),
+        ("--steps", args.steps, 1),
+        ("--jobs", args.jobs, 1),
+    ):
+        if value is not None and value < low:
+            return _usage("fuzz", f"{name} must be at least {low}, not {value}")
+    if not 0 <= args.invalid <= 1:
+        return _usage("fuzz", f"--invalid must be between 0 and 1, not {args.invalid}")
+    spec = _subject_spec(args)
+    if isinstance(spec, int):
+        return spec
+    result = fuzz(
+        spec,
+        max_examples=args.max_examples,
+        seconds=args.seconds,
+        seed=args.seed,
+        steps=args.steps,
+        invalid=args.invalid,
+        jobs=args.jobs,
+        out_dir=args.out,
+    )
     print(
         f"fuzz: {result.examples} scenarios, {result.requests} requests in {result.seconds:.1f} s "
-        f"({result.examples_per_second:.1f} scenarios/s)"
+        f"({result.examples_per_second:.1f} scenarios/s, seed {result.seed}, {args.jobs} job(s))"
     )
+    print(coverage_summary(result.coverage), end="")
     if result.divergence is None:
         print("no divergence")
         return 0
-    print(f"DIVERGENCE after shrinking to {len(result.scenario)} requests: {result.divergence}")
+    found = f" (found after {result.found_after:.1f} s)" if result.found_after is not None else ""
+    print(f"DIVERGENCE{found}, shrunk to {len(result.scenario)} requests: {result.divergence}")
+    for number, request in enumerate(result.scenario, 1):
+        print(f"  step {number}: {json.dumps(request, ensure_ascii=True)}")
     if result.vector_path is not None:
         print(f"vector written: {result.vector_path}")
     return 1
+
+
+def _usage(command: str, message: str) -> int:
+    """A usage error: one line on stderr, exit status 2."""
+    print(f"tool-call-closure {command}: {message}", file=sys.stderr)
+    return 2
 
 
 def _vectors(args: argparse.Namespace) -> int:
@@ -271,6 +324,8 @@ def _vectors(args: argparse.Namespace) -> int:
     from tool_call_closure.conformance.vectors import VectorError, default_vectors_dir, drift, load_vectors, regenerate
 
     directory = args.dir if args.dir is not None else default_vectors_dir()
+    if not directory.is_dir():
+        return _usage("vectors", f"--dir {directory}: no such directory")
     if args.from_model and not args.check:
         from tool_call_closure.conformance.modelgen import generate_model_vectors
 
@@ -280,8 +335,7 @@ def _vectors(args: argparse.Namespace) -> int:
         changed = drift(directory) if args.check else regenerate(directory)
         vectors = load_vectors(directory)
     except (OSError, VectorError) as exc:
-        print(f"tool-call-closure vectors: {exc}", file=sys.stderr)
-        return 2
+        return _usage("vectors", _one_line(exc))
     status = 0
     if args.check:
         for path in changed:
@@ -291,6 +345,12 @@ def _vectors(args: argparse.Namespace) -> int:
         print(f"{len(vectors)} vectors; {len(changed)} file(s) rewritten")
     if args.coverage:
         text, complete = coverage_table(vectors)
+        print(text, end="")
+        status = status or (0 if complete else 1)
+    if args.kills:
+        from tool_call_closure.conformance.coverage import kill_report
+
+        text, complete = kill_report(vectors)
         print(text, end="")
         status = status or (0 if complete else 1)
     return status
@@ -306,15 +366,42 @@ def _load_machine(path: Path | None) -> Machine:
 
 
 def _serve(table: Path | None) -> int:
-    from tool_call_closure.conformance.serve import serve
+    """Exit status: 0 after ``bye``, end of input, or when the reader closes the output early (quietly);
+    1 with one line on stderr when reading or writing fails otherwise (a full disk); 2 for a bad ``--table``."""
+    import errno
+    import os
+
+    from tool_call_closure.conformance.serve import OutputError, serve
     from tool_call_closure.errors import TableError
 
     try:
         machine = _load_machine(table)
-    except (OSError, TableError) as exc:
-        print(f"tool-call-closure serve: {exc}", file=sys.stderr)
+    except (OSError, TableError, ValueError, RecursionError) as exc:
+        print(f"tool-call-closure serve: --table {table}: {_one_line(exc)}", file=sys.stderr)
         return 2
-    return serve(machine=machine)
+    try:
+        return serve(machine=machine)
+    except OutputError as closed:
+        # Nothing more can reach stdout; point it at /dev/null so the interpreter's final flush is silent.
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), sys.stdout.fileno())
+        if closed.error.errno in (errno.EPIPE, errno.ECONNRESET):
+            return 0
+        print(f"tool-call-closure serve: cannot write the output: {closed}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"tool-call-closure serve: cannot read the input: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line (for the command line's one-line errors)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    text = " ".join(str(exc).split())
+    return text[:500] if text else type(exc).__name__
 
 
 def _table(path: Path | None, diagram: bool) -> int:
@@ -323,8 +410,8 @@ def _table(path: Path | None, diagram: bool) -> int:
 
     try:
         machine = _load_machine(path)
-    except (OSError, TableError) as exc:
-        print(f"tool-call-closure table: {exc}", file=sys.stderr)
+    except (OSError, TableError, ValueError, RecursionError) as exc:
+        print(f"tool-call-closure table: {_one_line(exc)}", file=sys.stderr)
         return 1
     table = machine.table
     if diagram:

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from tool_call_closure.machine.table import TABLE
 
-__all__ = ["diff_response", "diff_responses", "error_code", "same_value"]
+__all__ = ["diff_response", "diff_responses", "error_code", "first_difference", "same_value"]
 
 
 def _template_pattern(message: str, prefix: bool) -> re.Pattern[str]:
@@ -53,6 +53,31 @@ def same_value(left: Any, right: Any) -> bool:
     if isinstance(left, (int, float)) and isinstance(right, (int, float)):
         return left == right
     return type(left) is type(right) and bool(left == right)
+
+
+def first_difference(expected: Any, actual: Any, path: str = "$") -> tuple[str, Any, Any] | None:
+    """Where two parsed JSON values first differ: (JSON path, expected value there, actual value there).
+
+    Object members are compared in the expected order; a member missing on one side, or a key order that
+    differs, is reported at the object.  Error messages are compared exactly here (the agreement rules of
+    :func:`diff_response` are looser): the caller asks only after a disagreement, to say where it is.
+    """
+    pending: list[tuple[str, Any, Any]] = [(path, expected, actual)]
+    while pending:
+        where, left, right = pending.pop(0)
+        if isinstance(left, dict) and isinstance(right, dict):
+            if list(left) != list(right):
+                return where, left, right
+            pending[:0] = [
+                (f"{where}.{key}" if key.isidentifier() else f"{where}[{key!r}]", left[key], right[key]) for key in left
+            ]
+        elif isinstance(left, list) and isinstance(right, list):
+            if len(left) != len(right):
+                return where, left, right
+            pending[:0] = [(f"{where}[{index}]", a, b) for index, (a, b) in enumerate(zip(left, right, strict=True))]
+        elif not same_value(left, right):
+            return where, left, right
+    return None
 
 
 def _short(value: Any, limit: int = 400) -> str:

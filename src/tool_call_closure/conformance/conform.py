@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from tool_call_closure import __version__
-from tool_call_closure.conformance.compare import diff_responses
+from tool_call_closure.conformance.compare import diff_response, diff_responses, first_difference
 from tool_call_closure.conformance.subject import (
     DEFAULT_TIMEOUT,
     InProcessSubject,
@@ -66,6 +66,7 @@ __all__ = [
 REPORT_FORMAT: Final = "tool-call-closure.report/1"
 OUTCOMES: Final = ("passed", "failed", "errored", "skipped")
 HELLO: Final = {"id": "hello", "cmd": "hello", "protocol": 1}
+DEFAULT_VECTOR_TIMEOUT: Final = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,8 @@ class SubjectSpec:
     """How to start a subject: a command, or ``None`` for the embedded reference."""
 
     command: tuple[str, ...] | None = None
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = DEFAULT_TIMEOUT  # for one request, nested responses included
+    vector_timeout: float = DEFAULT_VECTOR_TIMEOUT  # for one whole vector
 
     def start(self) -> Subject:
         if self.command is None:
@@ -92,7 +94,12 @@ class VectorResult:
     tags: list[str]
     seconds: float
     steps: int = 0
-    step: int | None = None
+    step: int | None = None  # 1-based: step 1 is the vector's first request (the numbering of fuzz and check too)
+    description: str | None = None
+    path: str | None = None  # JSON path of the first differing field in the step's response lines
+    expected_value: Any = None  # the values at that path, untruncated
+    actual_value: Any = None
+    missing: list[str] | None = None  # the capabilities behind a skip
     request: Any = None
     expected: Any = None
     actual: Any = None
@@ -104,10 +111,13 @@ class VectorResult:
         line["duration_ms"] = round(self.seconds * 1000, 3)
         if self.tags:
             line["tags"] = self.tags
-        for key in ("step", "request", "expected", "actual", "message", "stderr"):
+        for key in ("step", "description", "path", "request", "expected", "actual", "message", "stderr", "missing"):
             value = getattr(self, key)
             if value is not None:
                 line[key] = value
+        if self.path is not None:
+            line["expected_value"] = self.expected_value
+            line["actual_value"] = self.actual_value
         return line
 
 
@@ -186,14 +196,12 @@ class _Session:
             except SubjectError:
                 subject.close()
                 raise
-            if response.get("protocol") != 1:
+            problem = _hello_problem(response)
+            if problem is not None:
                 subject.close()
-                raise SubjectError(f"the subject does not speak protocol 1: {json.dumps(response)[:300]}")
-            self.implementation = response.get("implementation")
-            capabilities = response.get("capabilities", [])
-            self.capabilities = (
-                [c for c in capabilities if isinstance(c, str)] if isinstance(capabilities, list) else []
-            )
+                raise SubjectError(f"hello: {problem}: {json.dumps(response, ensure_ascii=True)[:300]}")
+            self.implementation = response["implementation"]
+            self.capabilities = list(response.get("capabilities", []))
             self.subject = subject
         return self.subject
 
@@ -206,31 +214,69 @@ class _Session:
         return self.subject.stderr_text() if self.subject is not None else ""
 
 
+def _hello_problem(response: dict[str, Any]) -> str | None:
+    """What is wrong with a hello response, or None."""
+    if "error" in response:
+        return "the subject refused the handshake"
+    if type(response.get("protocol")) is not int or response["protocol"] != 1:
+        return "the subject does not speak protocol 1"
+    implementation = response.get("implementation")
+    if not isinstance(implementation, dict) or not all(
+        isinstance(implementation.get(key), str) for key in ("name", "language", "version")
+    ):
+        return "implementation must be an object with string name, language and version"
+    capabilities = response.get("capabilities", [])
+    if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+        return "capabilities must be an array of strings"
+    return None
+
+
+def _locate(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> tuple[str, Any, Any]:
+    """The JSON path (into the step's list of response lines) of the first field where they disagree."""
+    for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
+        if diff_response(want, got) is not None:
+            found = first_difference(want, got, f"$[{index}]")
+            if found is not None:
+                return found
+    return "$", expected, actual  # a different number of lines
+
+
 def _run_vector(session: _Session, vector: Vector) -> VectorResult:
     started = time.perf_counter()
     result = VectorResult(vector.id, vector.sha256, "passed", vector.tags, 0.0)
+    result.description = str(vector.data.get("description", "")) or None
+    # A duck-typed spec (anything with start/describe/command/timeout) gets the default limit.
+    vector_timeout = getattr(session.spec, "vector_timeout", DEFAULT_VECTOR_TIMEOUT)
+    deadline = started + vector_timeout
     try:
         subject = session.ensure()
         missing = sorted(set(vector.requires) - set(session.capabilities))
         if missing:
             result.outcome = "skipped"
+            result.missing = missing
             result.message = f"the subject lacks {', '.join(missing)}"
             return result
         for index, step in enumerate(vector.steps):
+            if isinstance(subject, ProcessSubject):
+                subject.deadline = deadline
+            if time.perf_counter() > deadline:
+                raise SubjectError(f"the vector took longer than {vector_timeout:g} s")
             actual = subject.send(step["request"])
             result.steps += 1
             problem = diff_responses(step["responses"], actual)
             if problem is not None:
                 result.outcome = "failed"
-                result.step = index
+                result.step = index + 1
                 result.request = step["request"]
                 result.expected = step["responses"]
                 result.actual = actual
                 result.message = problem
+                result.path, result.expected_value, result.actual_value = _locate(step["responses"], actual)
                 break
     except SubjectError as exc:
         result.outcome = "errored"
-        result.message = str(exc)
+        over = time.perf_counter() >= deadline
+        result.message = f"the vector took longer than {vector_timeout:g} s ({exc})" if over else str(exc)
         result.stderr = session.stderr()[-4000:] or None
         session.restart()
     finally:
@@ -312,6 +358,12 @@ def summarize(run: ConformanceRun, out: IO[str], *, limit: int = 20) -> None:
         f"errored {counts['errored']}  skipped {counts['skipped']}  "
         f"({footer['steps']} steps in {footer['seconds']:.2f} s, {footer['steps_per_second']:.0f} steps/s)\n"
     )
+    behind: dict[str, int] = {}
+    for result in run.results:
+        for capability in result.missing or ():
+            behind[capability] = behind.get(capability, 0) + 1
+    for capability, count in sorted(behind.items()):
+        out.write(f"skipped: {count} vector{'s' if count != 1 else ''} need the capability {capability!r}\n")
     shown = 0
     for result in run.results:
         if result.outcome not in ("failed", "errored"):
@@ -320,10 +372,17 @@ def summarize(run: ConformanceRun, out: IO[str], *, limit: int = 20) -> None:
         if shown > limit:
             out.write(f"… and {counts['failed'] + counts['errored'] - limit} more (see the report)\n")
             break
-        tags = f" [{', '.join(t for t in result.tags if t.startswith('deviation:'))}]" if result.tags else ""
+        deviations = [t for t in result.tags if t.startswith("deviation:")]
+        tags = f" [{', '.join(deviations)}]" if deviations else ""
         out.write(f"\n{result.outcome.upper()} {result.id}{tags}\n")
+        if result.description:
+            out.write(f"  {result.description}\n")
         if result.outcome == "failed":
             out.write(f"  step {result.step}: {result.message}\n")
+            if result.path is not None:
+                out.write(f"  first difference at {result.path}:\n")
+                out.write(f"    expected {json.dumps(result.expected_value, ensure_ascii=False)}\n")
+                out.write(f"    actual   {json.dumps(result.actual_value, ensure_ascii=False)}\n")
             out.write(f"  request  {json.dumps(result.request, ensure_ascii=False)}\n")
             out.write(f"  expected {json.dumps(result.expected, ensure_ascii=False)}\n")
             out.write(f"  actual   {json.dumps(result.actual, ensure_ascii=False)}\n")
@@ -345,12 +404,16 @@ def read_report(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], 
     header: dict[str, Any] = {}
     footer: dict[str, Any] = {}
     lines: dict[str, dict[str, Any]] = {}
-    for number, text in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+    try:
+        content = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReportError(f"{path}: not a report: not UTF-8 text (byte {exc.start})") from None
+    for number, text in enumerate(content.split("\n"), 1):
         if not text.strip():
             continue
         try:
             line = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ReportError(f"{path}:{number}: not JSON: {exc}") from None
         kind = line.get("type") if isinstance(line, dict) else None
         if kind == "header":
@@ -363,6 +426,11 @@ def read_report(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], 
             raise ReportError(f"{path}:{number}: not a report line")
     if header.get("format") != REPORT_FORMAT:
         raise ReportError(f"{path}: not a {REPORT_FORMAT} report")
+    if not footer:
+        raise ReportError(f"{path}: truncated: the report has no footer line")
+    for vector_id, line in lines.items():
+        if line.get("outcome") not in OUTCOMES or not isinstance(line.get("sha256", ""), str):
+            raise ReportError(f"{path}: vector {vector_id}: outcome must be one of {', '.join(OUTCOMES)}")
     return header, lines, footer
 
 
@@ -449,10 +517,6 @@ def check_trace(lines: Iterable[str], out: IO[str], *, context: int = 3) -> int:
         history.append(f"  line {number}: {json.dumps(request, ensure_ascii=False)[:200]}")
     out.write(f"trace agrees with the reference: {len(groups)} requests checked\n")
     return 0
-
-
-def default_report_path() -> Path:
-    return Path("conform-report.jsonl")
 
 
 def progress_printer(stream: IO[str] = sys.stderr) -> Callable[[int, int, dict[str, int]], None] | None:

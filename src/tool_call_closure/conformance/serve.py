@@ -16,10 +16,22 @@ an object whose first attribute read, ``str()`` or ``__json__`` runs nested
 requests (answered at once, marked ``nested``) before it behaves as its
 ``then`` value: the protocol's way to run caller code at every point where
 the implementation reads caller values.
+
+Two bounds keep a hostile conversation from reaching Python's recursion
+limit (which would surface as an ``InternalError``, always a defect): a
+request line may nest at most :data:`MAX_DEPTH` arrays and objects deep
+(nested requests and hook values included, since they are part of the line),
+checked iteratively before anything is decoded; deeper lines get a
+``ProtocolError`` and change nothing.  Output that cannot be written (the
+reader closed the pipe, the disk is full) ends the session: the server stops
+writing, finishes the request at hand silently and reports the error to
+:func:`serve`'s caller, which exits without a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import inspect
 import json
 import math
@@ -37,12 +49,28 @@ from tool_call_closure.machine.semantics import is_object, read_key
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.values import BatchHandle, BeginResult
 
-__all__ = ["PROTOCOL_VERSION", "Error", "Hook", "HookError", "Server", "parse_request_line", "serve"]
+__all__ = [
+    "MAX_DEPTH",
+    "PROTOCOL_VERSION",
+    "Error",
+    "Hook",
+    "HookError",
+    "OutputError",
+    "Server",
+    "nesting_depth",
+    "parse_request_line",
+    "serve",
+    "tamper",
+]
 
 PROTOCOL_VERSION: Final = 1
 MAX_SAFE: Final = 2**53
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-CAPABILITIES: Final = ("hook",)
+CAPABILITIES: Final = ("hook", "tamper")
+# The deepest nesting of arrays and objects a request line may have (spec/protocol.md, Limits): the request
+# object itself is level 1.  Deep enough for every vector (hook chains about 25 requests deep), shallow enough
+# that no implementation's recursion limit is reached while decoding, running and serializing it.
+MAX_DEPTH: Final = 128
 
 
 class RequestError(Exception):
@@ -85,6 +113,26 @@ def _parse_float(text: str) -> int | float:
 def parse_request_line(line: str) -> Any:
     """Decode one protocol line with the protocol's number rule; raises ValueError if it is not JSON."""
     return json.loads(line, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+
+
+def nesting_depth(value: Any, stop: int = MAX_DEPTH + 1) -> int:
+    """How many arrays and objects deep ``value`` nests (a scalar is 0), counted without recursion;
+    the count stops at ``stop``."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if type(item) is dict:
+            children: Any = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest >= stop:
+            return deepest
+        pending.extend((child, level + 1) for child in children)
+    return deepest
 
 
 class Hook:
@@ -171,14 +219,26 @@ class Server:
             if callable(getattr(ToolCallClosure, attr))
         }
         self.finished = False
+        # The first error writing the output (EPIPE, ENOSPC, ...); from then on nothing more is written.
+        self.output_error: OSError | None = None
 
     # ------------------------------------------------------------------ output
 
     def _write(self, request_id: Any, depth: int, key: str, value_json: str) -> None:
         nested = f',"nested":{depth}' if depth else ""
-        line = '{"id":' + to_json(request_id) + nested + ',"' + key + '":' + value_json + "}\n"
-        self._out.write(line.encode("utf-8"))
-        self._out.flush()
+        self._write_line('{"id":' + to_json(request_id) + nested + ',"' + key + '":' + value_json + "}\n")
+
+    def _write_line(self, line: str) -> None:
+        # A write can fail inside a hook, in the middle of a library call: the error is recorded rather than
+        # raised, so it never travels through the library as if caller code had raised it.
+        if self.output_error is not None:
+            return
+        try:
+            self._out.write(line.encode("utf-8"))
+            self._out.flush()
+        except OSError as exc:
+            self.output_error = exc
+            self.finished = True
 
     def _error(self, request_id: Any, depth: int, kind: str, message: str) -> None:
         self._write(request_id, depth, "error", to_json({"kind": kind, "message": message}))
@@ -191,6 +251,12 @@ class Server:
             request = parse_request_line(line)
         except (ValueError, RecursionError) as exc:
             self._error(None, 0, "ProtocolError", f"request is not valid JSON: {exc}")
+            return
+        if nesting_depth(request) > MAX_DEPTH:
+            request_id = request.get("id") if type(request) is dict else None
+            if not isinstance(request_id, (int, float, str)) or isinstance(request_id, bool):
+                request_id = None
+            self._error(request_id, 0, "ProtocolError", f"the request nests deeper than {MAX_DEPTH} levels")
             return
         self.handle(request, 0)
 
@@ -214,6 +280,8 @@ class Server:
                 self._new(request_id, request)
             elif command == "call":
                 self._call(request_id, request, depth)
+            elif command == "tamper":
+                self._tamper(request_id, request)
             elif command == "bye":
                 self._write(request_id, 0, "ok", "null")
                 self.finished = True
@@ -230,9 +298,7 @@ class Server:
             raise RequestError(f"unsupported protocol {to_json(version)}; this subject speaks 1")
         response = {"protocol": PROTOCOL_VERSION, "implementation": IMPLEMENTATION, "capabilities": CAPABILITIES}
         body = to_json(response)
-        line = '{"id":' + to_json(request_id) + "," + body[1:] + "\n"
-        self._out.write(line.encode("utf-8"))
-        self._out.flush()
+        self._write_line('{"id":' + to_json(request_id) + "," + body[1:] + "\n")
 
     def _new(self, request_id: Any, request: dict[str, Any]) -> None:
         self._closure = None
@@ -306,6 +372,13 @@ class Server:
             self._results[request_id] = value
         self._write(request_id, depth, "ok", text)
 
+    def _tamper(self, request_id: Any, request: dict[str, Any]) -> None:
+        target = request.get("target")
+        if isinstance(target, bool) or not isinstance(target, (int, float, str)) or target not in self._results:
+            raise RequestError(f"tamper target {to_json(target)}: no earlier call with that id returned a value")
+        tamper(self._results[target])
+        self._write(request_id, 0, "ok", "null")
+
     def _report(self, request_id: Any, depth: int, exc: Exception) -> None:
         if isinstance(exc, ToolCallClosureError):
             self._error(request_id, depth, exc.kind, str(exc))
@@ -367,11 +440,67 @@ class Server:
         raise RequestError(f"unknown tag {key!r}")
 
 
+TAMPERED: Final = "tampered"
+
+
+def tamper(value: Any) -> None:
+    """Try, by ordinary Python means, to modify ``value`` and everything in it (spec/protocol.md, tamper).
+
+    Post-order: the parts of a value are tampered with before the value itself.  A list's elements are
+    assigned ``"tampered"`` and ``"tampered"`` is appended; a dict's values are assigned ``"tampered"`` and the key
+    ``"tampered"`` is set to True; any other object with dataclass fields gets ``setattr`` of each field and of
+    an attribute ``tampered``.  Every attempt that raises is ignored: that is immutability holding.
+    """
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, children_done = stack.pop()
+        parts: list[tuple[Any, Any]]
+        if isinstance(item, (list, tuple)):
+            parts = list(enumerate(item))
+        elif isinstance(item, dict):
+            parts = list(item.items())
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            parts = [(f.name, getattr(item, f.name)) for f in dataclasses.fields(item)]
+        else:
+            continue
+        if not children_done:
+            stack.append((item, True))
+            stack.extend((child, False) for _, child in reversed(parts))
+            continue
+        for key, _ in parts:
+            with contextlib.suppress(Exception):
+                if isinstance(item, (list, tuple, dict)):
+                    item[key] = TAMPERED  # type: ignore[index]
+                else:
+                    setattr(item, key, TAMPERED)
+        with contextlib.suppress(Exception):
+            if isinstance(item, (list, tuple)):
+                item.append(TAMPERED)  # type: ignore[union-attr]
+            elif isinstance(item, dict):
+                item[TAMPERED] = True
+            else:
+                setattr(item, TAMPERED, True)
+
+
+class OutputError(Exception):
+    """serve's output failed (its reader closed the pipe, the disk is full): the session is over."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.error = error
+
+
 def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None, machine: Machine = MACHINE) -> int:
-    """Serve protocol v1 until ``bye`` or end of input; returns the exit status (0)."""
+    """Serve protocol v1 until ``bye`` or end of input; returns the exit status (0).
+
+    Raises :class:`OutputError` when the output cannot be written; the command line turns that into a quiet
+    exit (the reader went away) or one line on stderr (any other error), never a traceback.
+    """
     source = stdin if stdin is not None else sys.stdin.buffer
     server = Server(stdout if stdout is not None else sys.stdout.buffer, machine)
     for raw in source:
+        if server.output_error is not None:
+            break
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -382,4 +511,6 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None, machi
         server.handle_line(line)
         if server.finished:
             break
+    if server.output_error is not None:
+        raise OutputError(server.output_error)
     return 0

@@ -28,6 +28,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Final
@@ -86,6 +87,8 @@ def _encode(request: dict[str, Any] | str) -> str:
 def _parse_response(line: str) -> dict[str, Any]:
     try:
         value = json.loads(line)
+    except RecursionError:
+        raise SubjectError(f"subject wrote a line nested too deeply to parse: {line[:200]!r}") from None
     except ValueError as exc:
         raise SubjectError(f"subject wrote a line that is not JSON: {line[:200]!r}") from exc
     if not isinstance(value, dict):
@@ -118,6 +121,8 @@ class ProcessSubject(Subject):
     def __init__(self, command: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None):
         self.command = list(command)
         self.timeout = timeout
+        # When set (time.perf_counter() seconds), no request may run past it: the runner's limit for a vector.
+        self.deadline: float | None = None
         try:
             self._process = subprocess.Popen(
                 self.command,
@@ -137,13 +142,16 @@ class ProcessSubject(Subject):
 
     @staticmethod
     def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
-        for line in iter(stream.readline, b""):
-            lines.put(line)
+        # close() may close the pipe while this thread still reads it: that is the end of the output too.
+        with contextlib.suppress(OSError, ValueError):
+            for line in iter(stream.readline, b""):
+                lines.put(line)
         lines.put(None)
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for chunk in iter(lambda: stream.read(4096), b""):
-            self._stderr.append(chunk)
+        with contextlib.suppress(OSError, ValueError):
+            for chunk in iter(lambda: stream.read(4096), b""):
+                self._stderr.append(chunk)
 
     def stderr_text(self) -> str:
         return b"".join(self._stderr).decode("utf-8", "replace")
@@ -160,13 +168,22 @@ class ProcessSubject(Subject):
         except OSError as exc:
             raise SubjectError(f"subject closed its input: {exc}") from exc
         responses: list[dict[str, Any]] = []
+        # The timeout bounds the whole request, however many nested lines the subject writes meanwhile.
+        deadline = time.perf_counter() + self.timeout
+        if self.deadline is not None:
+            deadline = min(deadline, self.deadline)
         while True:
             try:
-                raw = self._lines.get(timeout=self.timeout)
+                raw = self._lines.get(timeout=max(0.0, deadline - time.perf_counter()))
             except queue.Empty:
+                self._process.kill()
                 raise SubjectError(f"subject did not answer within {self.timeout:g} s") from None
             if raw is None:
-                code = self._process.wait()
+                try:
+                    code = self._process.wait(timeout=max(0.0, deadline - time.perf_counter()))
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    raise SubjectError("subject closed its output but did not exit") from None
                 raise SubjectError(f"subject exited with status {code} before answering")
             response = _parse_response(raw.decode("utf-8", "replace").rstrip("\n"))
             responses.append(response)

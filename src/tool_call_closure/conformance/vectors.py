@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from tool_call_closure.conformance.compare import error_code
+from tool_call_closure.conformance.serve import MAX_DEPTH, nesting_depth
 from tool_call_closure.conformance.subject import InProcessSubject
 from tool_call_closure.machine.table import TABLE_TEXT
 from tool_call_closure.spec_files import spec_path
@@ -49,6 +50,7 @@ __all__ = [
     "VECTOR_FORMAT",
     "Vector",
     "canonical_hash",
+    "check_expectations",
     "default_vectors_dir",
     "drift",
     "load_vectors",
@@ -60,6 +62,9 @@ __all__ = [
 VECTOR_FORMAT: Final = "tool-call-closure.vector/1"
 MANIFEST_FORMAT: Final = "tool-call-closure.manifest/1"
 ORIGINS: Final = ("hand", "model", "fuzz")
+# A vector file holds requests (at most MAX_DEPTH levels each, spec/protocol.md) three levels down, and their
+# responses; a file nested deeper is refused before anything recursive touches it.
+MAX_VECTOR_DEPTH: Final = MAX_DEPTH + 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,16 +143,31 @@ def _check_source(path: Path, data: Any) -> dict[str, Any]:
         raise problem(f"the file name must be the vector id ({data['id']}.json)")
     if data.get("origin") not in ORIGINS:
         raise problem(f"origin must be one of {', '.join(ORIGINS)}")
+    for key in ("tags", "requires"):
+        if key in data and not (isinstance(data[key], list) and all(isinstance(t, str) for t in data[key])):
+            raise problem(f"{key} must be an array of strings")
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps:
         raise problem("steps must be a non-empty array")
     for index, step in enumerate(steps):
         if not isinstance(step, dict) or not isinstance(step.get("request"), (dict, str)):
             raise problem(f"steps[{index}] needs a request")
+        responses = step.get("responses", [{}])
+        if not isinstance(responses, list) or not responses or not all(isinstance(r, dict) for r in responses):
+            raise problem(f"steps[{index}].responses must be a non-empty array of response objects")
     first = steps[0]["request"]
     if not isinstance(first, dict) or first.get("cmd") != "new":
         raise problem("the first step must be a new request (every vector starts from a fresh instance)")
     return data
+
+
+def check_expectations(vector: Vector) -> None:
+    """Raise VectorError unless every step of ``vector`` carries the responses a runner compares with."""
+    for index, step in enumerate(vector.steps):
+        if "responses" not in step:
+            raise VectorError(
+                f"{vector.path}: steps[{index}] has no responses (run: tool-call-closure vectors, to fill them in)"
+            )
 
 
 def load_vectors(directory: Path | None = None) -> list[Vector]:
@@ -157,9 +177,15 @@ def load_vectors(directory: Path | None = None) -> list[Vector]:
     seen: dict[str, Path] = {}
     for path in _vector_files(directory):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise VectorError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except RecursionError:
+            raise VectorError(f"{path}: nested too deeply to parse") from None
         except ValueError as exc:
             raise VectorError(f"{path}: not JSON: {exc}") from None
+        if nesting_depth(data, MAX_VECTOR_DEPTH + 1) > MAX_VECTOR_DEPTH:
+            raise VectorError(f"{path}: nests deeper than {MAX_VECTOR_DEPTH} levels (requests may nest {MAX_DEPTH})")
         _check_source(path, data)
         if data["id"] in seen:
             raise VectorError(f"{path}: id {data['id']!r} is already used by {seen[data['id']]}")
@@ -226,8 +252,11 @@ def generate(data: dict[str, Any]) -> dict[str, Any]:
         "covers": _covers(trace, steps),
         "sha256": canonical_hash(data["id"], steps),
     }
-    if "hook" not in result["requires"] and '"$hook"' in _canonical([s["request"] for s in steps]):
+    requests = [s["request"] for s in steps]
+    if "hook" not in result["requires"] and '"$hook"' in _canonical(requests):
         result["requires"] = sorted({*result["requires"], "hook"})
+    if any(isinstance(r, dict) and r.get("cmd") == "tamper" for r in requests):
+        result["requires"] = sorted({*result["requires"], "tamper"})
     return result
 
 

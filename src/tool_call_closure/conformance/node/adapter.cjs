@@ -32,6 +32,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const PROTOCOL_VERSION = 1;
+// The deepest nesting of arrays and objects a request line may have (spec/protocol.md,
+// Limits; the request object is level 1). Deeper lines get a ProtocolError.
+const MAX_DEPTH = 128;
 
 // ---------------------------------------------------------------------------
 // 1. Output
@@ -325,6 +328,7 @@ function handleRequest(request, depth) {
       case 'hello': return helloRequest(id, request);
       case 'new': return newRequest(id, request);
       case 'call': return callRequest(id, request, depth);
+      case 'tamper': return tamperRequest(id, request);
       case 'bye':
         respond(id, 0, 'ok', 'null');
         finished = true;
@@ -348,7 +352,7 @@ function helloRequest(id, request) {
   writeFd(1, '{"id":' + JSON.stringify(id)
     + ',"protocol":' + PROTOCOL_VERSION
     + ',"implementation":' + JSON.stringify(IMPLEMENTATION)
-    + ',"capabilities":["hook"]}\n');
+    + ',"capabilities":["hook","tamper"]}\n');
 }
 
 function newRequest(id, request) {
@@ -421,6 +425,41 @@ function callRequest(id, request, depth) {
   respond(id, depth, 'ok', json);
 }
 
+// `tamper` (the capability of the same name): try, by ordinary JavaScript means, to
+// modify a value the library returned earlier. Post-order: the parts of a value are
+// tampered with before the value itself. Every element of an array is assigned
+// "tampered" and "tampered" is pushed; every own key of an object is assigned
+// "tampered" and the key "tampered" is set to true. This file is strict mode, so a
+// write to a frozen object throws; each attempt is tried on its own and a throw is
+// ignored: that is immutability holding. Later snapshots and exports show whether
+// anything the library relies on changed.
+function tamperRequest(id, request) {
+  const target = field(request, 'target');
+  if ((typeof target !== 'number' && typeof target !== 'string') || !session.results.has(target)) {
+    throw new ProtocolFailure(`tamper target ${show(target)}: no earlier call with that id returned a value`);
+  }
+  tamper(session.results.get(target));
+  respond(id, 0, 'ok', 'null');
+}
+
+function tamper(value) {
+  const attempt = (write) => { try { write(); } catch { /* frozen: the write is refused */ } };
+  const stack = [[value, false]];
+  while (stack.length > 0) {
+    const [item, childrenDone] = stack.pop();
+    if (item === null || typeof item !== 'object') continue;
+    const keys = Array.isArray(item) ? item.map((_, index) => index) : Object.keys(item);
+    if (!childrenDone) {
+      stack.push([item, true]);
+      for (let index = keys.length - 1; index >= 0; index -= 1) stack.push([item[keys[index]], false]);
+      continue;
+    }
+    for (const key of keys) attempt(() => { item[key] = 'tampered'; });
+    if (Array.isArray(item)) attempt(() => { item.push('tampered'); });
+    else attempt(() => { item.tampered = true; });
+  }
+}
+
 // ---------------------------------------------------------------------------
 // 7. Input, startup and the main loop
 // ---------------------------------------------------------------------------
@@ -481,7 +520,29 @@ function handleLine(bytes) {
     respondError(null, 0, 'ProtocolError', `request is not valid JSON: ${error.message}`);
     return;
   }
+  if (nestingDepth(request) > MAX_DEPTH) {
+    const id = isPlainObject(request) ? field(request, 'id') : undefined;
+    const known = typeof id === 'number' || typeof id === 'string' ? id : null;
+    respondError(known, 0, 'ProtocolError', `the request nests deeper than ${MAX_DEPTH} levels`);
+    return;
+  }
   handleRequest(request, 0);
+}
+
+// How many arrays and objects deep a parsed value nests (a scalar is 0), counted
+// with an explicit stack so that no depth can exhaust the call stack. Stops
+// counting past MAX_DEPTH.
+function nestingDepth(value) {
+  let deepest = 0;
+  const pending = [[value, 1]];
+  while (pending.length > 0) {
+    const [item, level] = pending.pop();
+    if (item === null || typeof item !== 'object') continue;
+    deepest = Math.max(deepest, level);
+    if (deepest > MAX_DEPTH) return deepest;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) pending.push([child, level + 1]);
+  }
+  return deepest;
 }
 
 // The version reported by hello is the one in the library's package.json. For
