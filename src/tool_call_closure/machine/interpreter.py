@@ -52,6 +52,7 @@ from typing import Any, Final, cast
 
 from tool_call_closure.errors import TableError, spec_error
 from tool_call_closure.machine import semantics as sem
+from tool_call_closure.machine.compiler import Operation, compile_operations
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
     Context,
@@ -62,7 +63,7 @@ from tool_call_closure.machine.context import (
 from tool_call_closure.machine.table import TABLE, Row, Table
 from tool_call_closure.values import CallSnapshot, Diagnostic, Rejection, Settlement
 
-__all__ = ["MACHINE", "CompiledRow", "Machine"]
+__all__ = ["MACHINE", "CompiledRow", "Machine", "record_rejection"]
 
 
 _NEXT: Final = object()  # a phase's answer when no row ended the operation
@@ -97,7 +98,9 @@ class Machine:
         "effect_run_to",
         "export_format",
         "initial_call_state",
+        "operations",
         "plans",
+        "source",
         "table",
         "texts",
     )
@@ -150,9 +153,29 @@ class Machine:
                     segments.append((locked, [by_state]))
             plans[op_id] = tuple((locked, tuple(phases)) for locked, phases in segments)
         self.plans = plans
+        self.operations: Mapping[str, Operation]
+        # The same table written out as one Python function per operation (see .compiler); ``run`` uses it.
+        self.source, self.operations = compile_operations(
+            table,
+            {
+                "guard": sem.GUARDS,
+                "effect": sem.EFFECTS,
+                "result": sem.RESULTS,
+                "observed": sem.OBSERVED,
+                "target": sem.TARGETS,
+            },
+            {"reject": record_rejection, "spec_error": spec_error},
+        )
 
     def run(self, op: str, ctx: Context) -> Any:
-        """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise."""
+        """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise.
+
+        Runs the compiled form of the table (:mod:`.compiler`); :meth:`walk` is the same table walked row by row.
+        """
+        return self.operations[op](ctx)
+
+    def walk(self, op: str, ctx: Context) -> Any:
+        """Run operation ``op`` by walking the table's rows: the definition the compiled operations follow."""
         closure = ctx.closure
         lock: threading.Lock = closure._lock
         for locked, phases in self.plans[op]:
@@ -216,15 +239,19 @@ class Machine:
     @staticmethod
     def _reject(ctx: Context, compiled: CompiledRow) -> Rejection:
         # _check_contexts: only handle operations reject, and only settle names its call id.
-        ctx = cast(HandleContext, ctx)
-        closure = ctx.closure
-        reason = compiled.reject
+        assert compiled.reject is not None
         call_id = cast(SettleContext, ctx).call_id if compiled.reject_call_id else None
         observed = compiled.observed(ctx) if compiled.observed is not None else None
-        diagnostics = closure._diagnostics
-        if len(diagnostics) < closure._limits.max_diagnostics:
-            diagnostics.append(Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
-        return Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
+        return record_rejection(cast(HandleContext, ctx), compiled.reject, call_id, observed)
+
+
+def record_rejection(ctx: HandleContext, reason: str, call_id: str | None, observed: str | None) -> Rejection:
+    """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`."""
+    closure = ctx.closure
+    diagnostics = closure._diagnostics
+    if len(diagnostics) < closure._limits.max_diagnostics:
+        diagnostics.append(Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
+    return Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
 
 
 def _state_name(closure: Instance) -> str:
