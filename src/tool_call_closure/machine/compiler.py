@@ -195,8 +195,7 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
     out.line("# no row ended the operation: the table's default")
     out.line("run = closure._run")
     out.line(
-        f"raise spec_error({table.default_error!r}, operation={op!r}, "
-        'state=run.state if run is not None else "none")'
+        f'raise spec_error({table.default_error!r}, operation={op!r}, state=run.state if run is not None else "none")'
     )
     out.dedent()
 
