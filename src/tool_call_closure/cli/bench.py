@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -167,7 +168,7 @@ def operation_costs(n: int, seconds: float) -> dict[str, float]:
     costs["close"] = spent / closes
     for method in EXPORTS:
         export = getattr(c, method)
-        costs[method] = _per_call(lambda export=export: export(closed), seconds)
+        costs[method] = _per_call(functools.partial(export, closed), seconds)
     return costs
 
 
