@@ -482,8 +482,8 @@ def test_checker_catches_a_closure_that_wraps_caller_exceptions(monkeypatch: pyt
 
 
 def test_checker_catches_snapshots_that_change_later(monkeypatch: pytest.MonkeyPatch) -> None:
-    def live(closure: ToolCallClosure) -> Snapshot:
-        run = closure._run
+    def live(closure: ToolCallClosure, run: Any = None) -> Snapshot:
+        run = closure._run if run is None else run
         assert run is not None
         snapshot = Snapshot(run.generation, run.state in closure._machine.closed, run.close_reason,
                             run.calls, closure._diagnostics)  # type: ignore[arg-type]  # fmt: skip
