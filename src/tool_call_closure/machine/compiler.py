@@ -16,10 +16,13 @@ whose body is the operation's phases in order:
 * within a branch the rows become an ``if``/``elif`` chain in table order,
   the guard of each row its condition (a row without a guard ends the chain:
   the rows after it can never fire in that state);
+* each lock segment has the walk's shape: refuse reentry by this thread,
+  ``with lock:``, then ``try`` / record the owner / ``finally`` clear it;
 * a firing row appends its id to ``closure._trace`` when tracing, calls its
-  effects, moves the run state (checking a dynamic target against the row's
-  allowed targets), and ends the operation with its result, or falls through
-  to the next phase;
+  effects, moves the draft run's state (checking a dynamic target against the
+  row's allowed targets), and ends the operation with its result — a
+  committing row builds its result first and then installs the draft with one
+  assignment — or falls through to the next phase;
 * an operation that runs out of phases raises the table's default error.
 
 Nothing in the generated code is written by hand: every state, row id, guard,
@@ -48,7 +51,14 @@ from typing import Any, Final
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.table import Row, Table
 
-__all__ = ["GENERATED_FILENAME", "Operation", "compile_operations", "generate_source", "python_name"]
+__all__ = [
+    "GENERATED_FILENAME",
+    "Operation",
+    "compile_operations",
+    "generate_source",
+    "python_name",
+    "row_commits",
+]
 
 Operation = Callable[[Any], Any]
 """A compiled operation: takes the operation's context, returns its result or raises."""
@@ -132,28 +142,36 @@ def _emit_firing(out: _Writer, table: Table, row: Row, locked: bool) -> None:
     for effect in row.effects:
         out.line(f"{python_name('effect', effect)}(ctx)")
     if len(row.to) == 1:
-        out.line("run = closure._run")
-        out.line('assert run is not None, "a row with a target fires only while a generation exists"')
-        out.line(f"run.state = {row.to[0]!r}")
+        out.line(f"draft_of(ctx).state = {row.to[0]!r}  # the draft: installed with the rest of the commit")
     elif row.to_by is not None:
-        out.line("run = closure._run")
-        out.line('assert run is not None, "a row with a target fires only while a generation exists"')
         out.line(f"target = {python_name('target', row.to_by)}(ctx)")
         out.line(f"if target not in {row.to!r}:")
         out.line(f"    raise spec_error('illegal_transition', operation={row.op!r}, state=target)")
-        out.line("run.state = target")
+        out.line("draft_of(ctx).state = target  # the draft: installed with the rest of the commit")
+    commits = row_commits(table, row)
     result = row.result
     if result is None:
+        if commits:
+            out.line("install(ctx)  # the commit takes effect: one assignment")
         out.line("# no result: on to the next phase")
         return
     if result.kind == "reject":
         call_id = "ctx.call_id" if result.call_id == "argument" else "None"
         observed = f"{python_name('observed', result.observed)}(ctx)" if result.observed is not None else "None"
         out.line(f"return reject(ctx, {result.name!r}, {call_id}, {observed})")
+    elif result.kind == "return" and commits:
+        out.line(f"result = {python_name('result', result.name)}(ctx)  # built from the draft, before the install")
+        out.line("install(ctx)  # the commit takes effect: one assignment, after everything that can fail")
+        out.line("return result")
     elif result.kind == "return":
         out.line(f"return {python_name('result', result.name)}(ctx)")
     else:
         out.line(f"raise spec_error({result.name!r})")
+
+
+def row_commits(table: Table, row: Row) -> bool:
+    """A row commits (ends with ``install``) when it moves the run or one of its effects writes it."""
+    return bool(row.to) or any(table.effects[name].writes != "none" for name in row.effects)
 
 
 def _emit_operation(out: _Writer, table: Table, op: str) -> None:
@@ -167,11 +185,16 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
     for phase in spec.phases:
         locked = table.phases[phase]
         if segment_open and not locked:
-            out.dedent()
+            _close_segment(out)
             segment_open = False
         if locked and not segment_open:
+            # A lock segment: refuse reentry by this thread, take the lock, record and always clear the owner.
+            out.line(f"refuse_reentry(closure, {op!r})")
             out.line("with lock:")
             out.indent()
+            out.line("try:")
+            out.indent()
+            out.line("closure._lock_owner = get_ident()")
             segment_open = True
         out.line(f"# --- phase {_comment(phase)} ({'locked' if locked else 'unlocked: caller code may run'})")
         if not locked:  # the same rows in every state (the validator requires it)
@@ -191,12 +214,19 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
             _emit_rows(out, table, rows, locked)
             out.dedent()
     if segment_open:
-        out.dedent()
+        _close_segment(out)
     out.line("# no row ended the operation: the table's default")
     out.line("run = closure._run")
     out.line(
         f'raise spec_error({table.default_error!r}, operation={op!r}, state=run.state if run is not None else "none")'
     )
+    out.dedent()
+
+
+def _close_segment(out: _Writer) -> None:
+    out.dedent()
+    out.line("finally:")
+    out.line("    closure._lock_owner = None")
     out.dedent()
 
 
@@ -207,7 +237,9 @@ def generate_source(table: Table) -> str:
     out.line("")
     out.line("Generated from spec/machine.json by tool_call_closure.machine.compiler; do not edit.")
     out.line("Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X;")
-    out.line("reject(ctx, reason, call_id, observed) records the diagnostic and returns the Rejection.")
+    out.line("reject(ctx, reason, call_id, observed) records the diagnostic and returns the Rejection;")
+    out.line("draft_of(ctx) is the run a commit builds aside, install(ctx) puts it in place with one assignment;")
+    out.line("refuse_reentry(closure, op) raises reentrant_call when this thread already holds the lock.")
     out.line('"""')
     for op in table.operations:
         out.line("")
@@ -227,7 +259,9 @@ def compile_operations(
 
     ``implementations`` maps each kind (guard, effect, result, observed,
     target) to the table's names for it and their functions; ``helpers`` holds
-    ``reject`` and ``spec_error``.  Returns the source and ``{op: function}``.
+    the mechanisms the generated code shares with the walk (``reject``,
+    ``spec_error``, ``draft_of``, ``install``, ``refuse_reentry``,
+    ``get_ident``).  Returns the source and ``{op: function}``.
     """
     source = generate_source(table)
     namespace: dict[str, Any] = {"__builtins__": __builtins__, **helpers}

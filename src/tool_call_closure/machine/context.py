@@ -37,9 +37,11 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from threading import get_ident
 from typing import Any, Final, Protocol
 
 from tool_call_closure.absent import ABSENT
+from tool_call_closure.errors import spec_error
 from tool_call_closure.values import (
     BatchHandle,
     CallSnapshot,
@@ -64,6 +66,10 @@ __all__ = [
     "Run",
     "SealContext",
     "SettleContext",
+    "SnapshotRecord",
+    "draft_of",
+    "install",
+    "refuse_reentry",
 ]
 
 Renderer = Callable[[Snapshot], list[dict[str, Any]]]
@@ -71,18 +77,69 @@ Renderer = Callable[[Snapshot], list[dict[str, Any]]]
 
 
 class Run:
-    """The mutable record of the current generation (never handed out)."""
+    """The record of the current generation (never handed out).
 
-    __slots__ = ("calls", "close_reason", "generation", "handle", "index", "pending", "state")
+    A commit never writes the installed record field by field: it builds the
+    new record aside (:meth:`draft`, or a new ``Run`` for a new generation)
+    and installs it with one assignment (:func:`install`).  The one exception
+    is a settlement, whose whole write is one list-item assignment.
+    """
 
-    def __init__(self, generation: int, handle: BatchHandle, calls: list[CallSnapshot], index: dict[str, int]) -> None:
+    __slots__ = ("calls", "close_reason", "diagnostics", "generation", "handle", "index", "state")
+
+    def __init__(
+        self,
+        generation: int,
+        handle: BatchHandle,
+        calls: list[CallSnapshot],
+        index: Mapping[str, int],
+        diagnostics: list[Diagnostic],
+        state: str = "",
+        close_reason: CloseReason | None = None,
+    ) -> None:
         self.generation = generation
         self.handle = handle
-        self.state = ""  # set by the row that installs the run
+        self.state = state  # set by the row that installs the run
         self.calls = calls  # CallSnapshot records, replaced (never mutated) when a call settles
-        self.index = index  # call id -> position in calls
-        self.pending = len(calls)  # number of calls in the initial call state
-        self.close_reason: CloseReason | None = None
+        self.index = index  # call id -> position in calls; never changes after the run is built
+        self.diagnostics = diagnostics  # this generation's rejections (one list, shared by its drafts: DIAG-4)
+        self.close_reason = close_reason
+
+    @property
+    def pending(self) -> int:
+        """The number of calls without a settlement (counted, not stored: nothing can leave it stale)."""
+        return sum(1 for call in self.calls if call.settlement is None)
+
+    def draft(self) -> Run:
+        """A copy to build the next version of this generation in: its own call list, the rest shared."""
+        return Run(
+            self.generation,
+            self.handle,
+            list(self.calls),
+            self.index,
+            self.diagnostics,
+            self.state,
+            self.close_reason,
+        )
+
+
+class SnapshotRecord:
+    """The instance's own, never handed out, record of one snapshot it produced.
+
+    ``snapshot`` holds the instance's internal values (the handed-out
+    snapshot is a *view*: a copy made of new objects), so nothing a caller
+    does to a view — not even ``object.__setattr__`` on it or on anything in
+    it — reaches what exports render.  ``payloads`` caches each format's
+    rendered payload, so a snapshot's export texts are rendered once per
+    format however often it is exported.
+    """
+
+    __slots__ = ("payloads", "snapshot", "view")
+
+    def __init__(self, snapshot: Snapshot, view: weakref.ref[Snapshot]) -> None:
+        self.snapshot = snapshot
+        self.view = view  # the handed-out view, weakly: the record lives as long as the view
+        self.payloads: dict[str, list[dict[str, Any]]] = {}
 
 
 class MachineView(Protocol):
@@ -102,16 +159,26 @@ class MachineView(Protocol):
 
 
 class Instance(Protocol):
-    """The members of an instance that the interpreter and the semantics read and write."""
+    """The members of an instance that the interpreter and the semantics read and write.
+
+    ``_run`` is the whole committed state of the instance: the generation
+    counter (``_generation``) and the current diagnostics (``_diagnostics``)
+    are read from it, so installing a new ``Run`` is one assignment.
+    ``_lock_owner`` is the thread id holding ``_lock`` (``None`` when free).
+    """
 
     _lock: threading.Lock
-    _generation: int
+    _lock_owner: int | None
     _run: Run | None
-    _diagnostics: list[Diagnostic]
     _registry: weakref.WeakValueDictionary[int, Snapshot]
+    _records: dict[int, SnapshotRecord]
     _trace: list[str] | None
     _superseded_message: str
 
+    @property
+    def _generation(self) -> int: ...
+    @property
+    def _diagnostics(self) -> list[Diagnostic]: ...
     @property
     def _limits(self) -> Limits: ...
     @property
@@ -121,13 +188,20 @@ class Instance(Protocol):
 
 
 class Context:
-    """The part every operation has: the instance and the name of the method called."""
+    """The part every operation has: the instance, the name of the method called, and what its commit builds.
 
-    __slots__ = ("closure", "method")
+    ``draft`` is the new :class:`Run` a commit builds aside and ``staged_call``
+    the one ``(position, call record)`` a settlement writes; :func:`install`
+    puts either in place with one assignment, after the result is built.
+    """
+
+    __slots__ = ("closure", "draft", "method", "staged_call")
 
     def __init__(self, closure: Instance, method: str) -> None:
         self.closure = closure
         self.method = method
+        self.draft: Run | None = None
+        self.staged_call: tuple[int, CallSnapshot] | None = None
 
 
 class ReadContext(Context):
@@ -144,6 +218,8 @@ class BeginContext(Context):
     def __init__(self, closure: Instance, method: str, calls: object) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.calls_arg = calls
         self.start_generation = closure._generation  # BEG-5: a nested begin changes it
         self.validated: list[tuple[str, str]] = []
@@ -158,6 +234,8 @@ class HandleContext(Context):
     def __init__(self, closure: Instance, method: str, handle: object) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.handle = handle
         self.reject_generation: int | None = None
 
@@ -187,6 +265,8 @@ class SettleContext(HandleContext):
     def __init__(self, closure: Instance, method: str, handle: object, call_id: Any) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.handle = handle
         self.reject_generation = None
         self.call_id: str = call_id  # validated (a plain str) by validate_call_id before anything reads it
@@ -209,6 +289,8 @@ class CloseContext(HandleContext):
     def __init__(self, closure: Instance, method: str, handle: object, reason: object) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.handle = handle
         self.reject_generation = None
         self.reason = reason
@@ -229,9 +311,55 @@ class ExportContext(Context):
     def __init__(self, closure: Instance, method: str, snapshot: object, renderer: Renderer) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.snapshot_arg = snapshot
         self.renderer = renderer
         self.payload: list[dict[str, Any]] = []
+
+
+def draft_of(ctx: Context) -> Run:
+    """The run this commit builds aside: a draft of the installed run, made on first use."""
+    draft = ctx.draft
+    if draft is None:
+        run = ctx.closure._run
+        assert run is not None, "the table only writes the run while a generation exists"
+        draft = ctx.draft = run.draft()
+    return draft
+
+
+def install(ctx: Context) -> None:
+    """The one step at which a commit takes effect: a single assignment, after everything that can fail.
+
+    A commit builds everything aside (the draft run, the settled call record,
+    the result and its snapshot), then calls this.  An exception that lands
+    before it — ``RecursionError``, ``MemoryError``, ``KeyboardInterrupt``,
+    any asynchronous exception — leaves the instance exactly as it was and
+    consumes no generation number; nothing that can raise runs after it.
+    """
+    draft = ctx.draft
+    if draft is not None:
+        ctx.closure._run = draft  # a new generation, or this one closed: counter, calls, state, reason at once
+        return
+    staged = ctx.staged_call
+    if staged is not None:
+        run = ctx.closure._run
+        assert run is not None
+        run.calls[staged[0]] = staged[1]  # a settlement: one call record replaced
+
+
+def refuse_reentry(closure: Instance, operation: str) -> None:
+    """Refuse an operation entered while this thread already holds the instance's lock.
+
+    Only a finalizer (``__del__``), a signal handler or a weakref callback
+    can do that — they run wherever the interpreter happens to be, including
+    inside a locked phase.  Waiting for the lock would deadlock the thread on
+    itself; a clear ``UsageError`` (``reentrant_call``) is raised instead.
+    Compared with this thread's own id only, so another thread holding the
+    lock never triggers it (that thread's operation is simply waited for).
+    """
+    if closure._lock_owner == get_ident():
+        raise spec_error("reentrant_call", operation=operation)
 
 
 OPERATION_CONTEXTS: Final[Mapping[str, type[Context]]] = {

@@ -44,21 +44,24 @@ above the machine, by the public class, which hands it to the operation in its
 
 from __future__ import annotations
 
-import threading
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from threading import get_ident
 from typing import Any, Final, cast
 
 from tool_call_closure.errors import TableError, spec_error
 from tool_call_closure.machine import semantics as sem
-from tool_call_closure.machine.compiler import Operation, compile_operations
+from tool_call_closure.machine.compiler import Operation, compile_operations, row_commits
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
     Context,
     HandleContext,
     Instance,
     SettleContext,
+    draft_of,
+    install,
+    refuse_reentry,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
 from tool_call_closure.values import CallSnapshot, Diagnostic, Rejection, Settlement
@@ -86,6 +89,7 @@ class CompiledRow:
     observed: Callable[[Context], str | None] | None
     raise_code: str | None
     produce: Producer | None
+    commits: bool  # an effect writes the run, or the row moves it: the row ends with install()
 
 
 class Machine:
@@ -141,12 +145,12 @@ class Machine:
                 by_state: Mapping[str, tuple[CompiledRow, ...]]
                 if locked:
                     by_state = {
-                        state: tuple(_compile_row(row) for row in table.rows_for(op_id, phase, state))
+                        state: tuple(_compile_row(row, table) for row in table.rows_for(op_id, phase, state))
                         for state in table.run_states
                     }
                 else:  # the same rows in every state ("*")
                     rows = table.rows_for(op_id, phase, table.initial_run_state)
-                    by_state = {"*": tuple(_compile_row(row) for row in rows)}
+                    by_state = {"*": tuple(_compile_row(row, table) for row in rows)}
                 if segments and segments[-1][0] == locked:
                     segments[-1][1].append(by_state)
                 else:
@@ -164,7 +168,14 @@ class Machine:
                 "observed": sem.OBSERVED,
                 "target": sem.TARGETS,
             },
-            {"reject": record_rejection, "spec_error": spec_error},
+            {
+                "reject": record_rejection,
+                "spec_error": spec_error,
+                "draft_of": draft_of,
+                "install": install,
+                "refuse_reentry": refuse_reentry,
+                "get_ident": get_ident,
+            },
         )
 
     def run(self, op: str, ctx: Context) -> Any:
@@ -177,7 +188,6 @@ class Machine:
     def walk(self, op: str, ctx: Context) -> Any:
         """Run operation ``op`` by walking the table's rows: the definition the compiled operations follow."""
         closure = ctx.closure
-        lock: threading.Lock = closure._lock
         for locked, phases in self.plans[op]:
             if not locked:
                 # Unlocked phases do not depend on the state (the validator requires it), so they never
@@ -187,16 +197,48 @@ class Machine:
                     if outcome is not _NEXT:
                         return outcome
                 continue
-            with lock:
+            outcome = self.run_locked(op, ctx, phases)
+            if outcome is not _NEXT:
+                return outcome
+        raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
+
+    def run_locked(self, op: str, ctx: Context, phases: tuple[Mapping[str, tuple[CompiledRow, ...]], ...]) -> Any:
+        """One lock segment: consecutive locked phases under one acquisition of the instance's lock.
+
+        The shape is what makes it safe under any exception, and compiled
+        fast paths must keep it exactly:
+
+        1. :func:`~.context.refuse_reentry` first: a finalizer, signal handler
+           or weakref callback of *this* thread entering while it holds the
+           lock gets ``reentrant_call`` instead of waiting on itself forever;
+        2. ``with lock:`` (a C-level lock: nothing runs between acquiring it
+           and entering the block, so an asynchronous exception cannot leak it);
+        3. inside the block, ``try:`` *then* record the owner, and ``finally``
+           clear it — an exception anywhere in between leaves no stale owner.
+        """
+        closure = ctx.closure
+        refuse_reentry(closure, op)
+        with closure._lock:
+            try:
+                closure._lock_owner = get_ident()
                 for by_state in phases:
                     run = closure._run
                     outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
                     if outcome is not _NEXT:
                         return outcome
-        raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
+                return _NEXT
+            finally:
+                closure._lock_owner = None
 
     def _fire(self, ctx: Context, rows: tuple[CompiledRow, ...]) -> Any:
-        """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase."""
+        """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase.
+
+        A committing row (one whose effects write or that moves the run)
+        builds everything aside — effects write the draft, the move sets the
+        draft's state, the result (with its snapshot) is built from the draft
+        — and only then :func:`~.context.install` puts it in place with one
+        assignment.  Nothing that can raise runs after the install.
+        """
         for compiled in rows:
             if compiled.guard is not None and not compiled.guard(ctx):
                 continue
@@ -210,9 +252,14 @@ class Machine:
             if compiled.reject is not None:
                 return self._reject(ctx, compiled)
             if compiled.produce is not None:
-                return compiled.produce(ctx)
+                result = compiled.produce(ctx)
+                if compiled.commits:
+                    install(ctx)
+                return result
             if compiled.raise_code is not None:
                 raise spec_error(compiled.raise_code)
+            if compiled.commits:
+                install(ctx)
             return _NEXT
         return _NEXT
 
@@ -229,12 +276,10 @@ class Machine:
 
     @staticmethod
     def _move(ctx: Context, compiled: CompiledRow) -> None:
-        run = ctx.closure._run
-        assert run is not None, "a row with a target fires only while a generation exists"
         target = compiled.to if compiled.to is not None else compiled.to_by(ctx)  # type: ignore[misc]
         if target not in compiled.allowed:
             raise spec_error("illegal_transition", operation=compiled.row.op, state=target)
-        run.state = target
+        draft_of(ctx).state = target  # the draft: installed with the rest of the commit
 
     @staticmethod
     def _reject(ctx: Context, compiled: CompiledRow) -> Rejection:
@@ -248,10 +293,13 @@ class Machine:
 def record_rejection(ctx: HandleContext, reason: str, call_id: str | None, observed: str | None) -> Rejection:
     """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`."""
     closure = ctx.closure
+    # Both values are built before the one write (the append), so an exception changes nothing.
+    rejection = Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
+    diagnostic = Diagnostic(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
     diagnostics = closure._diagnostics
     if len(diagnostics) < closure._limits.max_diagnostics:
-        diagnostics.append(Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
-    return Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
+        diagnostics.append(diagnostic)
+    return rejection
 
 
 def _state_name(closure: Instance) -> str:
@@ -259,7 +307,7 @@ def _state_name(closure: Instance) -> str:
     return run.state if run is not None else "none"
 
 
-def _compile_row(row: Row) -> CompiledRow:
+def _compile_row(row: Row, table: Table) -> CompiledRow:
     result = row.result
     return CompiledRow(
         row=row,
@@ -273,6 +321,7 @@ def _compile_row(row: Row) -> CompiledRow:
         observed=sem.OBSERVED[result.observed] if result is not None and result.observed is not None else None,
         raise_code=result.name if result is not None and result.kind == "raise" else None,
         produce=sem.RESULTS[result.name] if result is not None and result.kind == "return" else None,
+        commits=row_commits(table, row),
     )
 
 
