@@ -20,6 +20,17 @@ result the operation takes the table's default (it raises
 at every phase, because caller code in an unlocked phase may have changed it:
 that is how a nested close or a newer generation "wins" (catalogue §13).
 
+Two ways to run the same table.  :meth:`Machine.walk` is the definition: it
+walks the compiled rows exactly as described here.  :meth:`Machine.run`, what
+the public class calls, executes the same walk written out as Python code
+when the table is loaded (:mod:`.compiler`: one generated function per
+operation, printed by ``tool-call-closure table --emit-python``), so the
+per-phase lookups, loops and row records cost nothing at run time.  Both bind
+the same semantics and share the same mechanisms (``refuse_reentry``,
+``draft_of``, ``install``, :func:`record_rejection`); the tests hold them to
+the same answers on every vector and every step the bounded model check
+reaches.
+
 Locking.  Phases marked ``locked`` run while holding the instance's lock;
 consecutive locked phases share one acquisition, so a recheck and its commit
 are atomic, and every read of the state happens under the lock.  Rows of
