@@ -111,7 +111,7 @@ def _state_groups(table: Table, op: str, phase: str) -> list[tuple[tuple[str, ..
     return [(tuple(states), rows_of[key]) for key, states in groups.items()]
 
 
-def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], locked: bool) -> None:
+def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...]) -> None:
     """An ``if``/``elif`` chain: the first row whose guard holds fires."""
     if not rows:
         out.line("pass  # no row: on to the next phase")
@@ -121,7 +121,7 @@ def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], locked: bool) 
             if position:
                 out.line("else:")
                 out.indent()
-            _emit_firing(out, table, row, locked)
+            _emit_firing(out, table, row)
             if position:
                 out.dedent()
             skipped = rows[position + 1 :]
@@ -131,11 +131,11 @@ def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], locked: bool) 
         keyword = "if" if position == 0 else "elif"
         out.line(f"{keyword} {python_name('guard', row.guard)}(ctx):")
         out.indent()
-        _emit_firing(out, table, row, locked)
+        _emit_firing(out, table, row)
         out.dedent()
 
 
-def _emit_firing(out: _Writer, table: Table, row: Row, locked: bool) -> None:
+def _emit_firing(out: _Writer, table: Table, row: Row) -> None:
     out.line(f"# {_comment(row.id)}" + (f"  ({', '.join(row.catalogue)})" if row.catalogue else ""))
     out.line("if closure._trace is not None:")
     out.line(f"    closure._trace.append({row.id!r})")
@@ -198,11 +198,11 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
             segment_open = True
         out.line(f"# --- phase {_comment(phase)} ({'locked' if locked else 'unlocked: caller code may run'})")
         if not locked:  # the same rows in every state (the validator requires it)
-            _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state), locked)
+            _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state))
             continue
         groups = _state_groups(table, op, phase)
         if len(groups) == 1:
-            _emit_rows(out, table, groups[0][1], locked)
+            _emit_rows(out, table, groups[0][1])
             continue
         out.line("run = closure._run")
         out.line('state = run.state if run is not None else "none"')
@@ -211,7 +211,7 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
             test = f"state == {states[0]!r}" if len(states) == 1 else f"state in {states!r}"
             out.line(f"{keyword} {test}:")
             out.indent()
-            _emit_rows(out, table, rows, locked)
+            _emit_rows(out, table, rows)
             out.dedent()
     if segment_open:
         _close_segment(out)
