@@ -60,6 +60,7 @@ from tool_call_closure.machine.context import (
     SettleContext,
     draft_of,
     install,
+    install_diagnostic,
     refuse_reentry,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
@@ -261,10 +262,7 @@ class Machine:
         observed = compiled.observed(ctx) if compiled.observed is not None else None
         # Both values are built before the one write (the append), so an exception changes nothing.
         rejection = Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
-        diagnostic = Diagnostic(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
-        diagnostics = closure._diagnostics
-        if len(diagnostics) < closure._limits.max_diagnostics:
-            diagnostics.append(diagnostic)
+        install_diagnostic(closure, Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
         return rejection
 
 
