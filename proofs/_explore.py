@@ -51,7 +51,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence

@@ -138,7 +138,7 @@ class ToolCallClosure:
         self._superseded_message = truncate_utf8(machine.texts["superseded_message"], self._limits.max_message_bytes)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        raise TypeError("ToolCallClosure is final and cannot be subclassed")
+        raise spec_error("closure_final")
 
     # A copy would share the lock, the run and the registry with the original (it would settle the
     # original's calls and export its snapshots) while disagreeing on the generation: refused.

@@ -10,14 +10,14 @@ when the table is loaded.  For each operation it emits one Python function
 whose body is the operation's phases in order:
 
 * an unlocked phase is its rows (the same in every state) written inline;
-* consecutive locked phases become one ``with lock:`` block, and inside it
-  each phase reads the run state afresh and branches on it, one branch per
+* consecutive locked phases become one *segment* function, which the
+  operation hands to ``Machine.run_locked`` — the same lock plumbing the walk
+  uses (reentry refused, lock taken, owner recorded and always cleared); in
+  it each phase reads the run state afresh and branches on it, one branch per
   group of states that have the same rows;
 * within a branch the rows become an ``if``/``elif`` chain in table order,
   the guard of each row its condition (a row without a guard ends the chain:
   the rows after it can never fire in that state);
-* each lock segment has the walk's shape: refuse reentry by this thread,
-  ``with lock:``, then ``try`` / record the owner / ``finally`` clear it;
 * a firing row appends its id to ``closure._trace`` when tracing, calls its
   effects, moves the draft run's state (checking a dynamic target against the
   row's allowed targets), and ends the operation with its result — a
@@ -174,60 +174,77 @@ def row_commits(table: Table, row: Row) -> bool:
     return bool(row.to) or any(table.effects[name].writes != "none" for name in row.effects)
 
 
+def _segments(table: Table, op: str) -> list[tuple[bool, list[str]]]:
+    """The operation's phases grouped into runs of the same lock status, in order."""
+    segments: list[tuple[bool, list[str]]] = []
+    for phase in table.operations[op].phases:
+        locked = table.phases[phase]
+        if segments and segments[-1][0] == locked:
+            segments[-1][1].append(phase)
+        else:
+            segments.append((locked, [phase]))
+    return segments
+
+
+def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool) -> None:
+    out.line(f"# --- phase {_comment(phase)} ({'locked' if locked else 'unlocked: caller code may run'})")
+    if not locked:  # the same rows in every state (the validator requires it)
+        _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state))
+        return
+    groups = _state_groups(table, op, phase)
+    if len(groups) == 1:
+        _emit_rows(out, table, groups[0][1])
+        return
+    out.line("run = closure._run")
+    out.line('state = run.state if run is not None else "none"')
+    for position, (states, rows) in enumerate(groups):
+        keyword = "if" if position == 0 else "elif"
+        test = f"state == {states[0]!r}" if len(states) == 1 else f"state in {states!r}"
+        out.line(f"{keyword} {test}:")
+        out.indent()
+        _emit_rows(out, table, rows)
+        out.dedent()
+
+
 def _emit_operation(out: _Writer, table: Table, op: str) -> None:
+    """``run_<op>``, then one ``locked_<op>_<k>`` function per lock segment (run by ``run_locked``)."""
     spec = table.operations[op]
+    segments = _segments(table, op)
     out.line(f"def run_{op}(ctx):")
     out.indent()
     out.line(f'"""{_comment(op)}: {" -> ".join(spec.phases)}."""')
     out.line("closure = ctx.closure")
-    out.line("lock = closure._lock")
-    segment_open = False
-    for phase in spec.phases:
-        locked = table.phases[phase]
-        if segment_open and not locked:
-            _close_segment(out)
-            segment_open = False
-        if locked and not segment_open:
-            # A lock segment: refuse reentry by this thread, take the lock, record and always clear the owner.
-            out.line(f"refuse_reentry(closure, {op!r})")
-            out.line("with lock:")
-            out.indent()
-            out.line("try:")
-            out.indent()
-            out.line("closure._lock_owner = get_ident()")
-            segment_open = True
-        out.line(f"# --- phase {_comment(phase)} ({'locked' if locked else 'unlocked: caller code may run'})")
-        if not locked:  # the same rows in every state (the validator requires it)
-            _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state))
+    locked_functions: list[tuple[str, list[str]]] = []
+    for locked, phases in segments:
+        if not locked:
+            for phase in phases:
+                _emit_phase(out, table, op, phase, locked)
             continue
-        groups = _state_groups(table, op, phase)
-        if len(groups) == 1:
-            _emit_rows(out, table, groups[0][1])
-            continue
-        out.line("run = closure._run")
-        out.line('state = run.state if run is not None else "none"')
-        for position, (states, rows) in enumerate(groups):
-            keyword = "if" if position == 0 else "elif"
-            test = f"state == {states[0]!r}" if len(states) == 1 else f"state in {states!r}"
-            out.line(f"{keyword} {test}:")
-            out.indent()
-            _emit_rows(out, table, rows)
-            out.dedent()
-    if segment_open:
-        _close_segment(out)
+        name = f"locked_{op}_{len(locked_functions) + 1}"
+        locked_functions.append((name, phases))
+        label = "phase" if len(phases) == 1 else "phases"
+        out.line(f"# --- {label} {', '.join(_comment(p) for p in phases)}: under the lock, in {name}")
+        out.line(f"outcome = run_locked({op!r}, ctx, {name})")
+        out.line("if outcome is not NEXT:")
+        out.line("    return outcome")
     out.line("# no row ended the operation: the table's default")
     out.line("run = closure._run")
     out.line(
         f'raise spec_error({table.default_error!r}, operation={op!r}, state=run.state if run is not None else "none")'
     )
     out.dedent()
-
-
-def _close_segment(out: _Writer) -> None:
-    out.dedent()
-    out.line("finally:")
-    out.line("    closure._lock_owner = None")
-    out.dedent()
+    for name, phases in locked_functions:
+        out.line("")
+        out.line("")
+        out.line(f"def {name}(ctx):")
+        out.indent()
+        shown = " -> ".join(_comment(p) for p in phases)
+        out.line(f'"""{_comment(op)}, under the lock: {shown}; NEXT if no row ended it."""')
+        out.line("closure = ctx.closure")
+        for phase in phases:
+            _emit_phase(out, table, op, phase, True)
+        out.line("return NEXT")
+        out.dedent()
 
 
 def generate_source(table: Table) -> str:
@@ -239,7 +256,8 @@ def generate_source(table: Table) -> str:
     out.line("Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X;")
     out.line("reject(ctx, reason, call_id, observed) records the diagnostic and returns the Rejection;")
     out.line("draft_of(ctx) is the run a commit builds aside, install(ctx) puts it in place with one assignment;")
-    out.line("refuse_reentry(closure, op) raises reentrant_call when this thread already holds the lock.")
+    out.line("run_locked(op, ctx, segment) runs segment(ctx) under the instance's lock (Machine.run_locked, shared")
+    out.line("with the walk: reentry refused, owner recorded and cleared); NEXT means no row ended the operation.")
     out.line('"""')
     for op in table.operations:
         out.line("")
@@ -259,9 +277,8 @@ def compile_operations(
 
     ``implementations`` maps each kind (guard, effect, result, observed,
     target) to the table's names for it and their functions; ``helpers`` holds
-    the mechanisms the generated code shares with the walk (``reject``,
-    ``spec_error``, ``draft_of``, ``install``, ``refuse_reentry``,
-    ``get_ident``).  Returns the source and ``{op: function}``.
+    the mechanisms the generated code shares with the walk (``run_locked``,
+    ``NEXT``, ``reject``, ``spec_error``, ``draft_of``, ``install``).  Returns the source and ``{op: function}``.
     """
     source = generate_source(table)
     namespace: dict[str, Any] = {"__builtins__": __builtins__, **helpers}

@@ -69,6 +69,7 @@ __all__ = [
     "SnapshotRecord",
     "draft_of",
     "install",
+    "install_diagnostic",
     "refuse_reentry",
 ]
 
@@ -346,6 +347,13 @@ def install(ctx: Context) -> None:
         run = ctx.closure._run
         assert run is not None
         run.calls[staged[0]] = staged[1]  # a settlement: one call record replaced
+
+
+def install_diagnostic(closure: Instance, diagnostic: Diagnostic) -> None:
+    """A rejection's one write: its diagnostic appended, while there is room (DIAG-1); built before, nothing after."""
+    diagnostics = closure._diagnostics
+    if len(diagnostics) < closure._limits.max_diagnostics:
+        diagnostics.append(diagnostic)
 
 
 def refuse_reentry(closure: Instance, operation: str) -> None:

@@ -55,6 +55,7 @@ above the machine, by the public class, which hands it to the operation in its
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ from tool_call_closure.machine.context import (
     SettleContext,
     draft_of,
     install,
+    install_diagnostic,
     refuse_reentry,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
@@ -180,12 +182,12 @@ class Machine:
                 "target": sem.TARGETS,
             },
             {
+                "run_locked": self.run_locked,
+                "NEXT": _NEXT,
                 "reject": record_rejection,
                 "spec_error": spec_error,
                 "draft_of": draft_of,
                 "install": install,
-                "refuse_reentry": refuse_reentry,
-                "get_ident": get_ident,
             },
         )
 
@@ -208,16 +210,17 @@ class Machine:
                     if outcome is not _NEXT:
                         return outcome
                 continue
-            outcome = self.run_locked(op, ctx, phases)
+            outcome = self.run_locked(op, ctx, functools.partial(self._walk_segment, phases))
             if outcome is not _NEXT:
                 return outcome
         raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
 
-    def run_locked(self, op: str, ctx: Context, phases: tuple[Mapping[str, tuple[CompiledRow, ...]], ...]) -> Any:
-        """One lock segment: consecutive locked phases under one acquisition of the instance's lock.
+    def run_locked(self, op: str, ctx: Context, segment: Callable[[Context], Any]) -> Any:
+        """One lock segment: ``segment(ctx)`` (consecutive locked phases) under one acquisition of the lock.
 
-        The shape is what makes it safe under any exception, and compiled
-        fast paths must keep it exactly:
+        Both ways of running the table go through here: the walk passes its
+        phase loop, the compiled operations their generated segment function.
+        The shape is what makes it safe under any exception:
 
         1. :func:`~.context.refuse_reentry` first: a finalizer, signal handler
            or weakref callback of *this* thread entering while it holds the
@@ -232,14 +235,19 @@ class Machine:
         with closure._lock:
             try:
                 closure._lock_owner = get_ident()
-                for by_state in phases:
-                    run = closure._run
-                    outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
-                    if outcome is not _NEXT:
-                        return outcome
-                return _NEXT
+                return segment(ctx)
             finally:
                 closure._lock_owner = None
+
+    def _walk_segment(self, phases: tuple[Mapping[str, tuple[CompiledRow, ...]], ...], ctx: Context) -> Any:
+        """The walk's locked phases: in each, the rows of the current state; ``_NEXT`` when none ended it."""
+        closure = ctx.closure
+        for by_state in phases:
+            run = closure._run
+            outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
+            if outcome is not _NEXT:
+                return outcome
+        return _NEXT
 
     def _fire(self, ctx: Context, rows: tuple[CompiledRow, ...]) -> Any:
         """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase.
@@ -302,14 +310,13 @@ class Machine:
 
 
 def record_rejection(ctx: HandleContext, reason: str, call_id: str | None, observed: str | None) -> Rejection:
-    """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`."""
-    closure = ctx.closure
+    """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`.
+
+    Shared by the walk and the compiled operations.
+    """
     # Both values are built before the one write (the append), so an exception changes nothing.
     rejection = Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
-    diagnostic = Diagnostic(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
-    diagnostics = closure._diagnostics
-    if len(diagnostics) < closure._limits.max_diagnostics:
-        diagnostics.append(diagnostic)
+    install_diagnostic(ctx.closure, Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
     return rejection
 
 

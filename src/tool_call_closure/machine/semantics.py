@@ -192,7 +192,8 @@ def message_text(value: object, default: str, limit: int) -> str:
 
 def error_message_text(error: object, default: str, limit: int) -> str:
     """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
-    if isinstance(error, BaseException):
+    # By its real class (spec §3): isinstance() would consult a __class__ property, running caller code.
+    if issubclass(type(error), BaseException):
         text = str(error)  # caller code; a str subclass it returns counts with its plain value (D5)
         return truncate_utf8(text if type(text) is str else str.__str__(text), limit)
     return message_text(error, default, limit)
