@@ -37,7 +37,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from threading import get_ident
 from typing import Any, Final, Protocol
 
 from tool_call_closure.absent import ABSENT
@@ -70,7 +69,7 @@ __all__ = [
     "draft_of",
     "install",
     "install_diagnostic",
-    "refuse_reentry",
+    "reentry_error",
 ]
 
 Renderer = Callable[[Snapshot], list[dict[str, Any]]]
@@ -356,18 +355,18 @@ def install_diagnostic(closure: Instance, diagnostic: Diagnostic) -> None:
         diagnostics.append(diagnostic)
 
 
-def refuse_reentry(closure: Instance, operation: str) -> None:
-    """Refuse an operation entered while this thread already holds the instance's lock.
+def reentry_error(operation: str) -> Exception:
+    """The error for an operation entered while its own thread already holds the instance's lock.
 
     Only a finalizer (``__del__``), a signal handler or a weakref callback
     can do that — they run wherever the interpreter happens to be, including
     inside a locked phase.  Waiting for the lock would deadlock the thread on
     itself; a clear ``UsageError`` (``reentrant_call``) is raised instead.
-    Compared with this thread's own id only, so another thread holding the
-    lock never triggers it (that thread's operation is simply waited for).
+    The check compares the lock's owner with the calling thread's own id
+    (``threading.get_ident()``), so another thread holding the lock never
+    triggers it: that thread's operation is simply waited for.
     """
-    if closure._lock_owner == get_ident():
-        raise spec_error("reentrant_call", operation=operation)
+    return spec_error("reentrant_call", operation=operation)
 
 
 OPERATION_CONTEXTS: Final[Mapping[str, type[Context]]] = {

@@ -61,7 +61,7 @@ from tool_call_closure.machine.context import (
     draft_of,
     install,
     install_diagnostic,
-    refuse_reentry,
+    reentry_error,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
 from tool_call_closure.values import CallSnapshot, Diagnostic, Rejection, Settlement
@@ -157,8 +157,22 @@ class Machine:
         self.plans = plans
 
     def run(self, op: str, ctx: Context) -> Any:
-        """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise."""
+        """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise.
+
+        A lock segment (consecutive locked phases) has one shape, which is what
+        makes it safe under any exception; compiled fast paths must keep it
+        exactly:
+
+        1. the reentry check first: a finalizer, signal handler or weakref
+           callback of *this* thread entering while it holds the lock raises
+           :func:`~.context.reentry_error` instead of waiting on itself forever;
+        2. ``with lock:`` (a C-level lock: nothing runs between acquiring it
+           and entering the block, so an asynchronous exception cannot leak it);
+        3. inside the block, ``try:`` *then* record the owner, and ``finally``
+           clear it, so an exception anywhere in between leaves no stale owner.
+        """
         closure = ctx.closure
+        me = get_ident()
         for locked, phases in self.plans[op]:
             if not locked:
                 # Unlocked phases do not depend on the state (the validator requires it), so they never
@@ -168,38 +182,19 @@ class Machine:
                     if outcome is not _NEXT:
                         return outcome
                 continue
-            outcome = self.run_locked(op, ctx, phases)
-            if outcome is not _NEXT:
-                return outcome
+            if closure._lock_owner == me:
+                raise reentry_error(op)
+            with closure._lock:
+                try:
+                    closure._lock_owner = me
+                    for by_state in phases:
+                        run = closure._run
+                        outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
+                        if outcome is not _NEXT:
+                            return outcome
+                finally:
+                    closure._lock_owner = None
         raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
-
-    def run_locked(self, op: str, ctx: Context, phases: tuple[Mapping[str, tuple[CompiledRow, ...]], ...]) -> Any:
-        """One lock segment: consecutive locked phases under one acquisition of the instance's lock.
-
-        The shape is what makes it safe under any exception, and compiled
-        fast paths must keep it exactly:
-
-        1. :func:`~.context.refuse_reentry` first: a finalizer, signal handler
-           or weakref callback of *this* thread entering while it holds the
-           lock gets ``reentrant_call`` instead of waiting on itself forever;
-        2. ``with lock:`` (a C-level lock: nothing runs between acquiring it
-           and entering the block, so an asynchronous exception cannot leak it);
-        3. inside the block, ``try:`` *then* record the owner, and ``finally``
-           clear it — an exception anywhere in between leaves no stale owner.
-        """
-        closure = ctx.closure
-        refuse_reentry(closure, op)
-        with closure._lock:
-            try:
-                closure._lock_owner = get_ident()
-                for by_state in phases:
-                    run = closure._run
-                    outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
-                    if outcome is not _NEXT:
-                        return outcome
-                return _NEXT
-            finally:
-                closure._lock_owner = None
 
     def _fire(self, ctx: Context, rows: tuple[CompiledRow, ...]) -> Any:
         """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase.

@@ -61,7 +61,6 @@ from tool_call_closure.values import (
     BeginResult,
     CallSnapshot,
     CloseReason,
-    Diagnostic,
     Settlement,
     Snapshot,
 )
@@ -460,9 +459,9 @@ def render_payload(ctx: ExportContext) -> None:
 def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     """A snapshot of ``run`` (default: the installed run): a new view, and the instance's own record of it.
 
-    The record keeps the instance's internal values; the view handed out is
-    made of new objects (:func:`view_of`), so no object inside the instance
-    is ever handed out.  Both are registered before the commit installs
+    The record is a snapshot only the instance holds; the view handed out is
+    a new snapshot object (:func:`view_of`), so nothing done to the view's
+    fields reaches what exports render.  Both are registered before the commit installs
     anything; a registration of a snapshot that is never returned is
     unobservable (nobody holds the view, and the entry goes with it).
     """
@@ -491,35 +490,15 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
 
 
 def view_of(snapshot: Snapshot) -> Snapshot:
-    """A copy of ``snapshot`` made of new objects throughout (calls, settlements, close reason, diagnostics)."""
-    return Snapshot(
-        snapshot.generation,
-        snapshot.closed,
-        _reason_view(snapshot.close_reason),
-        tuple(
-            CallSnapshot(call.id, call.name, call.state, _settlement_view(call.settlement)) for call in snapshot.calls
-        ),
-        tuple(Diagnostic(d.reason, d.call_id, d.generation, d.observed_status) for d in snapshot.diagnostics),
-    )
+    """The object handed out for the record ``snapshot``: a new snapshot with the same (immutable) contents.
 
-
-def _settlement_view(settlement: Settlement | None) -> Settlement | None:
-    if settlement is None:
-        return None
-    return Settlement(
-        settlement.status,
-        settlement.provenance,
-        settlement.content,
-        settlement.code,
-        settlement.message,
-        settlement.side_effect_state,
-    )
-
-
-def _reason_view(reason: CloseReason | None) -> CloseReason | None:
-    if reason is None:
-        return None
-    return CloseReason(reason.status, reason.code, reason.message, reason.side_effect_state)
+    Its own fields are the caller's to break (``object.__setattr__``); the
+    record's are not, and exports read only the record.  The call records,
+    settlements and diagnostics inside are frozen values shared with the
+    record, as snapshots always share them (I3): copying them per snapshot
+    would cost two objects per call on every snapshot.
+    """
+    return Snapshot(snapshot.generation, snapshot.closed, snapshot.close_reason, snapshot.calls, snapshot.diagnostics)
 
 
 def _begin_result(ctx: BeginContext) -> BeginResult:
@@ -530,8 +509,7 @@ def _begin_result(ctx: BeginContext) -> BeginResult:
 def _accepted(ctx: SettleContext) -> Accepted:
     assert ctx.settlement is not None
     assert ctx.reject_generation is not None
-    # A view of the settlement: the stored record is never handed out.
-    return Accepted(ctx.reject_generation, ctx.call_id, _settlement_view(ctx.settlement))  # type: ignore[arg-type]
+    return Accepted(ctx.reject_generation, ctx.call_id, ctx.settlement)
 
 
 def _snapshot(ctx: Context) -> Snapshot:
