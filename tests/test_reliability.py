@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from tool_call_closure import Rejection, Snapshot, ToolCallClosure, ToolCallClosureError, UsageError, to_json
+from tool_call_closure import Rejection, Snapshot, ToolCallClosure, ToolCallClosureError, UsageError
 from tool_call_closure.errors import FrozenValueError
 from tool_call_closure.machine import semantics
 from tool_call_closure.machine.context import Context
