@@ -27,9 +27,21 @@ run time.
         ├── CloseContext         close: reason argument, normalized close reason
         └── SealContext          seal
 
-:class:`Run` is the mutable record of the current generation.  It never leaves
-the instance; everything handed out is a frozen value of
-:mod:`tool_call_closure.values`.
+:class:`Run` is the record of the current generation and the whole committed
+state of the instance (the generation counter and the diagnostics are read
+from it).  It never leaves the instance; everything handed out is a frozen
+value of :mod:`tool_call_closure.values`.
+
+Commit as one step (invariant I9).  A commit never writes the installed
+state field by field.  Its effects write a *draft* (:func:`draft_of`, or a
+new ``Run`` for a new generation, in ``ctx.draft``) or stage the one call
+record a settlement replaces (``ctx.staged_call``); the interpreter builds
+the result from the draft, then :func:`install` puts everything in place
+with one assignment.  A rejection's one write is :func:`install_diagnostic`.
+An exception that lands before the install changes nothing.
+
+Exports read :class:`SnapshotRecord`, the instance's own record of a
+snapshot it handed out, never the object handed out.
 """
 
 from __future__ import annotations

@@ -28,7 +28,14 @@ requires it), so an unlocked phase never looks at a generation another thread
 is in the middle of changing.  Unlocked phases (``prepare``, ``normalize``) are where caller code
 runs — ``__str__``, properties, ``__json__`` hooks — so caller code never runs
 while the lock is held, and a hook that calls back into the closure cannot
-deadlock.  Nothing in a locked phase calls caller code.
+deadlock.  Nothing in a locked phase calls caller code; a finalizer, signal
+handler or weakref callback that enters the instance from inside one (on the
+thread holding the lock) is refused with ``reentrant_call``.
+
+Committing.  A row that writes (an effect with ``writes``, or a target) runs
+its effects against a draft, moves the draft, builds its result, and only
+then installs the draft with one assignment (:func:`.context.install`), so
+an exception anywhere before that changes nothing (invariant I9).
 
 Nothing here knows what a guard or an effect *means*: the names are bound to
 functions from :mod:`.semantics` when the table is compiled.  Compilation
@@ -89,6 +96,7 @@ class CompiledRow:
     observed: Callable[[Context], str | None] | None
     raise_code: str | None
     produce: Producer | None
+    moves: bool  # the row has a target (fixed or dynamic)
     commits: bool  # an effect writes the run, or the row moves it: the row ends with install()
 
 
@@ -213,7 +221,7 @@ class Machine:
                 trace.append(compiled.row.id)
             for effect in compiled.effects:
                 effect(ctx)
-            if compiled.to is not None or compiled.to_by is not None:
+            if compiled.moves:
                 self._move(ctx, compiled)
             if compiled.reject is not None:
                 return self._reject(ctx, compiled)
@@ -280,6 +288,7 @@ def _compile_row(row: Row, table: Table) -> CompiledRow:
         observed=sem.OBSERVED[result.observed] if result is not None and result.observed is not None else None,
         raise_code=result.name if result is not None and result.kind == "raise" else None,
         produce=sem.RESULTS[result.name] if result is not None and result.kind == "return" else None,
+        moves=bool(row.to) or row.to_by is not None,
         commits=bool(row.to) or any(table.effects[name].writes != "none" for name in row.effects),
     )
 
