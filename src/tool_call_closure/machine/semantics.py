@@ -39,7 +39,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
 from tool_call_closure.absent import ABSENT
-from tool_call_closure.ecma import is_blank, json_stringify, to_js_string, truncate_utf8, utf8_length
+from tool_call_closure.ecma import (
+    is_blank,
+    json_stringify,
+    python_text_truncated,
+    to_js_string_truncated,
+    truncate_utf8,
+    utf8_length,
+)
 from tool_call_closure.errors import spec_error
 from tool_call_closure.machine.context import (
     BeginContext,
@@ -178,7 +185,7 @@ def serialize_content(content: object, limit: int) -> str:
     elif issubclass(type(content), str):
         text = str.__str__(content)
     else:
-        text = json_stringify(content)
+        text = json_stringify(content, limit)  # the limit is a budget: stops at the first byte past it
     if (len(text) if text.isascii() else utf8_length(text)) > limit:
         raise spec_error("content_too_large", limit=limit)
     return text
@@ -186,15 +193,13 @@ def serialize_content(content: object, limit: int) -> str:
 
 def message_text(value: object, default: str, limit: int) -> str:
     """NORM-6: an absent message takes the default; anything else is converted as String() does; then truncated."""
-    return truncate_utf8(default if _absent(value) else to_js_string(value), limit)
+    return truncate_utf8(default, limit) if _absent(value) else to_js_string_truncated(value, limit)
 
 
 def error_message_text(error: object, default: str, limit: int) -> str:
     """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
-    # By its real class (spec §3): isinstance() would consult a __class__ property, running caller code.
-    if issubclass(type(error), BaseException):
-        text = str(error)  # caller code; a str subclass it returns counts with its plain value (D5)
-        return truncate_utf8(text if type(text) is str else str.__str__(text), limit)
+    if issubclass(type(error), BaseException):  # by type(), not a __class__ the error claims (spec §3)
+        return python_text_truncated(error, limit)  # caller code; a str subclass it returns counts plain (D5)
     return message_text(error, default, limit)
 
 
