@@ -475,23 +475,6 @@ def test_I6_a_field_holding_caller_code_is_never_read() -> None:
     assert closure.to_openai_chat_completions(closed) == first
 
 
-def test_exports_render_each_snapshot_once_per_format(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A snapshot's payload is rendered on its first export in a format; later exports copy it (new items)."""
-    closure, closed, first = _closed_pair()
-    rendered: list[int] = []
-    original = closure._exporters["to_openai_chat_completions"]
-
-    def counting(snapshot: Snapshot) -> list[dict[str, Any]]:
-        rendered.append(1)
-        return original(snapshot)
-
-    monkeypatch.setitem(closure._exporters, "to_openai_chat_completions", counting)  # type: ignore[arg-type]
-    again = closure.to_openai_chat_completions(closed)
-    again[0]["content"] = "mutated"
-    assert closure.to_openai_chat_completions(closed) == first
-    assert rendered == []  # cached on the record by the first export (made before the patch)
-
-
 def test_the_record_goes_with_the_view() -> None:
     """The instance's records are kept exactly as long as the handed-out views (no growth)."""
     closure, handle = _open("a", settled="a")

@@ -138,20 +138,18 @@ class Run:
 class SnapshotRecord:
     """The instance's own, never handed out, record of one snapshot it produced.
 
-    ``snapshot`` holds the instance's internal values (the handed-out
-    snapshot is a *view*: a copy made of new objects), so nothing a caller
-    does to a view — not even ``object.__setattr__`` on it or on anything in
-    it — reaches what exports render.  ``payloads`` caches each format's
-    rendered payload, so a snapshot's export texts are rendered once per
-    format however often it is exported.
+    ``snapshot`` is a snapshot object only the instance holds (the one
+    handed out is a *view*: another object with the same frozen contents),
+    so nothing a caller does to the view's fields — not even
+    ``object.__setattr__`` — reaches what exports render, and exports never
+    read an object the caller holds.
     """
 
-    __slots__ = ("payloads", "snapshot", "view")
+    __slots__ = ("snapshot", "view")
 
     def __init__(self, snapshot: Snapshot, view: weakref.ref[Snapshot]) -> None:
         self.snapshot = snapshot
         self.view = view  # the handed-out view, weakly: the record lives as long as the view
-        self.payloads: dict[str, list[dict[str, Any]]] = {}
 
 
 class MachineView(Protocol):
