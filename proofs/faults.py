@@ -16,10 +16,13 @@ executed in any Python frame while the instance's lock is held (the effects,
 guards, results, snapshot building, value constructors, the standard
 library's ``weakref`` code the registry runs), except inside
 ``install`` (a check and the one assignment: the atomic step itself) and
-the frames of the lock plumbing (``Machine.run`` and
-``Machine.run_locked``, whose safety rests on there being no interpreter
-check between acquiring the lock and entering ``try``, not on surviving an
-exception at every opcode).  Opcode granularity is finer than real
+the frames of the lock plumbing (``Machine.run_locked`` for the compiled
+operations, ``Machine.walk`` for the row walk, and ``Machine.run``, which
+only dispatches), whose safety rests on
+there being no interpreter check between acquiring the lock and entering
+``try``, not on surviving an exception at every opcode; the rows they fire
+run in frames of their own (the generated segment functions, or ``_fire``),
+which are traced.  Opcode granularity is finer than real
 asynchronous exceptions, which the interpreter delivers only at calls and
 backward jumps, and covers every ``MemoryError`` an allocation can raise.
 
@@ -45,7 +48,7 @@ import tool_call_closure
 __all__ = ["FaultRun", "InjectedFault", "run_with_fault", "sweep"]
 
 _PACKAGE = tool_call_closure.__file__.rsplit("/", 1)[0]
-_LOCK_PLUMBING = frozenset({"run", "run_locked"})
+_LOCK_PLUMBING = frozenset({"run", "walk", "run_locked"})  # the compiled path, the walk, their lock segment
 _INSTALLS = frozenset({"install", "install_diagnostic"})  # the one-assignment steps of machine/context.py
 
 

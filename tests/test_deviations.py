@@ -139,7 +139,7 @@ CHAT_A_CANCELLED = (
 
 def test_every_deviation_has_a_test_and_every_protocol_visible_one_a_protocol_test() -> None:
     names = [name for name in globals() if name.startswith("test_D")]
-    assert sorted(DEVIATIONS) == ["D1", "D2", "D3", "D4", "D5", "D6", "D7"]
+    assert sorted(DEVIATIONS) == sorted(["D1", "D2", "D3", "D4", "D5", "D6", "D7", "D18", "D19"])
     for deviation_id, deviation in DEVIATIONS.items():
         own = [name for name in names if name.startswith(f"test_{deviation_id}_")]
         assert own, deviation_id
@@ -868,3 +868,122 @@ def test_D7_side_effect_state_key_over_the_protocol() -> None:
         '{"id":2,"ok":' + closed("unknown") + "}",
         '{"id":3,"ok":' + closed("unknown") + "}",
     ]
+
+
+# =========================================================================== D18
+
+
+def _shared_pairs(leaf: object, depth: int) -> list[Any]:
+    value: list[Any] = [leaf]
+    for _ in range(depth):
+        value = [value, value]
+    return value
+
+
+def test_D18_content_past_the_budget_is_not_visited() -> None:
+    """The walk stops at the first byte past maxResultBytes: a later hook does not run, a later error is not reached."""
+    ran: list[str] = []
+
+    class Later:
+        def __json__(self) -> object:
+            ran.append("__json__")
+            return 1
+
+    c, h = begun("a", max_result_bytes=8)
+    raises(LimitError, "content_too_large", "result content exceeds maxResultBytes (8)",
+           lambda: c.succeed(h, "a", ["xxxxxxxxxx", Later()]))  # fmt: skip
+    raises(LimitError, "content_too_large", "result content exceeds maxResultBytes (8)",
+           lambda: c.succeed(h, "a", ["xxxxxxxxxx", {1, 2}]))  # fmt: skip
+    assert ran == []
+    assert to_json(c.snapshot()) == OPEN_A
+    # Within the budget nothing changes: the hook runs, the set is refused.
+    c2, h2 = begun("a", max_result_bytes=100)
+    assert to_json(c2.succeed(h2, "a", ["x", Later()]).settlement) == (  # type: ignore[union-attr]
+        '{"status":"success","content":"[\\"x\\",1]","provenance":"reported"}'
+    )
+    assert ran == ["__json__"]
+
+
+def test_D18_message_conversion_stops_once_the_truncation_is_decided() -> None:
+    ran: list[str] = []
+
+    class Later:
+        def __str__(self) -> str:
+            ran.append("__str__")
+            return "y"
+
+    c, h = begun("a", "b", max_message_bytes=8)
+    assert c.cancel(h, "a", ["xxxxxxxxxx", Later()]).settlement.message == "xxxxx..."  # type: ignore[union-attr]
+    assert ran == []
+    assert c.cancel(h, "b", ["xxxxx", Later()]).settlement.message == "xxxxx,y"  # type: ignore[union-attr]
+    assert ran == ["__str__"]
+
+
+def test_D18_shared_structure_costs_the_limit_not_its_expansion() -> None:
+    """2**20 leaves of caller code; the limits admit a few hundred of them."""
+    runs = 0
+
+    class Leaf:
+        def __json__(self) -> str:
+            nonlocal runs
+            runs += 1
+            return "aaaaaaaaaa"
+
+        def __str__(self) -> str:
+            nonlocal runs
+            runs += 1
+            return "aaaaaaaaaa"
+
+    value = _shared_pairs(Leaf(), 20)
+    c, h = begun("a", "b", max_result_bytes=4096, max_message_bytes=4096)
+    with pytest.raises(LimitError):
+        c.succeed(h, "a", value)
+    assert runs <= 4096 // 12 + 1
+    runs = 0
+    assert len(c.fail(h, "b", value).settlement.message) == 4096  # type: ignore[union-attr]
+    assert runs <= 4096 // 11 + 2
+
+
+def test_D18_budget_over_the_protocol() -> None:
+    hook = {"calls": [{"id": 100, "cmd": "call", "method": "activeGeneration", "args": []}], "then": 1}
+    lines = [
+        '{"id":0,"cmd":"new","options":{"maxResultBytes":8,"maxMessageBytes":8}}',
+        request(1, "begin", [{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]),
+        request(2, "succeed", H1, "a", ["xxxxxxxxxx", {"$hook": hook}]),
+        request(3, "cancel", H1, "b", ["xxxxxxxxxx", {"$hook": hook | {"then": "y"}}]),
+    ]
+    begin_ab = '{"id":1,"ok":{"generation":1,"handle":{"generation":1},"superseded":null}}'
+    too_large = '{"id":2,"error":{"kind":"RangeError","message":"result content exceeds maxResultBytes (8)"}}'
+    cancelled = (
+        '{"id":3,"ok":{"accepted":true,"generation":1,"callId":"b","settlement":{"status":"cancelled",'
+        '"code":"cancelled","message":"xxxxx...","provenance":"reported"}}}'
+    )
+    assert same(reference(*lines), ['{"id":0,"ok":null}', begin_ab, too_large, cancelled])
+    # The original runs each hook (its nested response) before it raises or truncates.
+    nested = '{"id":100,"nested":1,"ok":1}'
+    assert same(original(*lines), ['{"id":0,"ok":null}', begin_ab, nested, too_large, nested, cancelled])
+
+
+# =========================================================================== D19
+
+
+class _Returns:
+    def __init__(self, result: object) -> None:
+        self.result = result
+
+    def __str__(self) -> str:
+        return self.result  # type: ignore[return-value]
+
+
+class _NonStrTextError(Exception):
+    def __str__(self) -> str:
+        return None  # type: ignore[return-value]
+
+
+def test_D19_str_returning_a_non_str_is_converted() -> None:
+    c, h = begun("a", "b", "c", "d", "e")
+    assert c.cancel(h, "a", _Returns(12.5)).settlement.message == "12.5"  # type: ignore[union-attr]
+    assert c.cancel(h, "b", _Returns([1, [2, None]])).settlement.message == "1,2,"  # type: ignore[union-attr]
+    assert c.cancel(h, "c", _Returns(object())).settlement.message == "[object Object]"  # type: ignore[union-attr]
+    assert c.fail(h, "d", _NonStrTextError()).settlement.message == "null"  # type: ignore[union-attr]
+    assert c.fail(h, "e", RuntimeError(_Returns(False))).settlement.message == "false"  # type: ignore[union-attr]

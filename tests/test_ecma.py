@@ -198,7 +198,10 @@ def test_public_surface() -> None:
         "is_blank",
         "json_stringify",
         "number_to_string",
+        "python_text",
+        "python_text_truncated",
         "to_js_string",
+        "to_js_string_truncated",
         "truncate_utf8",
         "utf8_length",
     ]
@@ -515,12 +518,16 @@ def test_JS_9_deep_nesting_without_recursion_error() -> None:
     assert to_js_string(nested) == "leaf"
 
 
-def test_JS_9_huge_int_is_not_serializable() -> None:
-    if not sys.get_int_max_str_digits():
-        pytest.skip("int_max_str_digits is disabled")
-    with pytest.raises(UsageError) as info:
-        to_js_string([10 ** (sys.get_int_max_str_digits() + 1)])
-    assert_usage_error(info, "content_not_serializable")
+def test_JS_9_huge_int_converts_to_all_its_digits() -> None:
+    """An int longer than int_max_str_digits converts like a BigInt: all its digits (issue 10).
+
+    (It used to be refused as "result content must be JSON-serializable", a message about content.)
+    """
+    digits = (sys.get_int_max_str_digits() or 4300) + 700
+    huge = (10**digits - 1) // 9 * 7  # digits sevens (int("7" * digits) is refused too)
+    assert to_js_string(huge) == "7" * digits
+    assert to_js_string([-huge, 1]) == "-" + "7" * digits + ",1"
+    assert to_js_string(10**digits) == "1" + "0" * digits
 
 
 # --------------------------------------------------------------------------- #

@@ -19,7 +19,14 @@ custom mappings — runs only in the unlocked ``prepare`` and ``normalize``
 phases, so it can call back into the closure without deadlocking.  Another
 thread's operation that lands while this one runs caller code is treated
 exactly like a nested operation: the recheck sees it, and the first terminal
-result wins.
+result wins.  A finalizer, signal handler or weakref callback that calls in
+while its own thread holds the lock gets ``UsageError`` ``reentrant_call``
+instead of a deadlock.
+
+Reliability.  A commit takes effect as one step (invariant I9, see
+:mod:`.machine.context`): an exception of any kind that lands while an
+operation holds the lock leaves the instance as it was.  An instance cannot
+be copied or pickled (a copy would share its lock, run and registry).
 """
 
 from __future__ import annotations

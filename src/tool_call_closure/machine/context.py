@@ -27,9 +27,21 @@ run time.
         ├── CloseContext         close: reason argument, normalized close reason
         └── SealContext          seal
 
-:class:`Run` is the mutable record of the current generation.  It never leaves
-the instance; everything handed out is a frozen value of
-:mod:`tool_call_closure.values`.
+:class:`Run` is the record of the current generation and the whole committed
+state of the instance (the generation counter and the diagnostics are read
+from it).  It never leaves the instance; everything handed out is a frozen
+value of :mod:`tool_call_closure.values`.
+
+Commit as one step (invariant I9).  A commit never writes the installed
+state field by field.  Its effects write a *draft* (:func:`draft_of`, or a
+new ``Run`` for a new generation, in ``ctx.draft``) or stage the one call
+record a settlement replaces (``ctx.staged_call``); the interpreter builds
+the result from the draft, then :func:`install` puts everything in place
+with one assignment.  A rejection's one write is :func:`install_diagnostic`.
+An exception that lands before the install changes nothing.
+
+Exports read :class:`SnapshotRecord`, the instance's own record of a
+snapshot it handed out, never the object handed out.
 """
 
 from __future__ import annotations
@@ -37,7 +49,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from threading import get_ident
 from typing import Any, Final, Protocol
 
 from tool_call_closure.absent import ABSENT
@@ -70,7 +81,7 @@ __all__ = [
     "draft_of",
     "install",
     "install_diagnostic",
-    "refuse_reentry",
+    "reentry_error",
 ]
 
 Renderer = Callable[[Snapshot], list[dict[str, Any]]]
@@ -127,20 +138,18 @@ class Run:
 class SnapshotRecord:
     """The instance's own, never handed out, record of one snapshot it produced.
 
-    ``snapshot`` holds the instance's internal values (the handed-out
-    snapshot is a *view*: a copy made of new objects), so nothing a caller
-    does to a view — not even ``object.__setattr__`` on it or on anything in
-    it — reaches what exports render.  ``payloads`` caches each format's
-    rendered payload, so a snapshot's export texts are rendered once per
-    format however often it is exported.
+    ``snapshot`` is a snapshot object only the instance holds (the one
+    handed out is a *view*: another object with the same frozen contents),
+    so nothing a caller does to the view's fields — not even
+    ``object.__setattr__`` — reaches what exports render, and exports never
+    read an object the caller holds.
     """
 
-    __slots__ = ("payloads", "snapshot", "view")
+    __slots__ = ("snapshot", "view")
 
     def __init__(self, snapshot: Snapshot, view: weakref.ref[Snapshot]) -> None:
         self.snapshot = snapshot
         self.view = view  # the handed-out view, weakly: the record lives as long as the view
-        self.payloads: dict[str, list[dict[str, Any]]] = {}
 
 
 class MachineView(Protocol):
@@ -356,18 +365,18 @@ def install_diagnostic(closure: Instance, diagnostic: Diagnostic) -> None:
         diagnostics.append(diagnostic)
 
 
-def refuse_reentry(closure: Instance, operation: str) -> None:
-    """Refuse an operation entered while this thread already holds the instance's lock.
+def reentry_error(operation: str) -> Exception:
+    """The error for an operation entered while its own thread already holds the instance's lock.
 
     Only a finalizer (``__del__``), a signal handler or a weakref callback
     can do that — they run wherever the interpreter happens to be, including
     inside a locked phase.  Waiting for the lock would deadlock the thread on
     itself; a clear ``UsageError`` (``reentrant_call``) is raised instead.
-    Compared with this thread's own id only, so another thread holding the
-    lock never triggers it (that thread's operation is simply waited for).
+    The check compares the lock's owner with the calling thread's own id
+    (``threading.get_ident()``), so another thread holding the lock never
+    triggers it: that thread's operation is simply waited for.
     """
-    if closure._lock_owner == get_ident():
-        raise spec_error("reentrant_call", operation=operation)
+    return spec_error("reentrant_call", operation=operation)
 
 
 OPERATION_CONTEXTS: Final[Mapping[str, type[Context]]] = {

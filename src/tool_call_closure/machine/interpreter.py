@@ -24,9 +24,10 @@ Two ways to run the same table.  :meth:`Machine.walk` is the definition: it
 walks the compiled rows exactly as described here.  :meth:`Machine.run`, what
 the public class calls, executes the same walk written out as Python code
 when the table is loaded (:mod:`.compiler`: one generated function per
-operation, printed by ``tool-call-closure table --emit-python``), so the
-per-phase lookups, loops and row records cost nothing at run time.  Both bind
-the same semantics and share the same mechanisms (``refuse_reentry``,
+operation and per lock segment, printed by ``tool-call-closure table
+--emit-python``), so the per-phase lookups, loops and row records cost
+nothing at run time.  Both bind the same semantics and share the same
+mechanisms (the lock segment's shape in :meth:`Machine.run_locked`,
 ``draft_of``, ``install``, :func:`record_rejection`); the tests hold them to
 the same answers on every vector and every step the bounded model check
 reaches.
@@ -39,7 +40,14 @@ requires it), so an unlocked phase never looks at a generation another thread
 is in the middle of changing.  Unlocked phases (``prepare``, ``normalize``) are where caller code
 runs — ``__str__``, properties, ``__json__`` hooks — so caller code never runs
 while the lock is held, and a hook that calls back into the closure cannot
-deadlock.  Nothing in a locked phase calls caller code.
+deadlock.  Nothing in a locked phase calls caller code; a finalizer, signal
+handler or weakref callback that enters the instance from inside one (on the
+thread holding the lock) is refused with ``reentrant_call``.
+
+Committing.  A row that writes (an effect with ``writes``, or a target) runs
+its effects against a draft, moves the draft, builds its result, and only
+then installs the draft with one assignment (:func:`.context.install`), so
+an exception anywhere before that changes nothing (invariant I9).
 
 Nothing here knows what a guard or an effect *means*: the names are bound to
 functions from :mod:`.semantics` when the table is compiled.  Compilation
@@ -55,7 +63,6 @@ above the machine, by the public class, which hands it to the operation in its
 
 from __future__ import annotations
 
-import functools
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -74,7 +81,7 @@ from tool_call_closure.machine.context import (
     draft_of,
     install,
     install_diagnostic,
-    refuse_reentry,
+    reentry_error,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
 from tool_call_closure.values import CallSnapshot, Diagnostic, Rejection, Settlement
@@ -102,6 +109,7 @@ class CompiledRow:
     observed: Callable[[Context], str | None] | None
     raise_code: str | None
     produce: Producer | None
+    moves: bool  # the row has a target (fixed or dynamic)
     commits: bool  # an effect writes the run, or the row moves it: the row ends with install()
 
 
@@ -171,7 +179,7 @@ class Machine:
             plans[op_id] = tuple((locked, tuple(phases)) for locked, phases in segments)
         self.plans = plans
         self.operations: Mapping[str, Operation]
-        # The same table written out as one Python function per operation (see .compiler); ``run`` uses it.
+        # The same table written out as Python (see .compiler); ``run`` executes it.
         self.source, self.operations = compile_operations(
             table,
             {
@@ -198,9 +206,36 @@ class Machine:
         """
         return self.operations[op](ctx)
 
-    def walk(self, op: str, ctx: Context) -> Any:
-        """Run operation ``op`` by walking the table's rows: the definition the compiled operations follow."""
+    def run_locked(self, op: str, ctx: Context, segment: Callable[[Context], Any]) -> Any:
+        """One lock segment of a compiled operation: ``segment(ctx)`` under the lock, in the walk's shape."""
         closure = ctx.closure
+        me = get_ident()
+        if closure._lock_owner == me:
+            raise reentry_error(op)
+        with closure._lock:
+            try:
+                closure._lock_owner = me
+                return segment(ctx)
+            finally:
+                closure._lock_owner = None
+
+    def walk(self, op: str, ctx: Context) -> Any:
+        """Run operation ``op`` by walking the table's rows: the definition the compiled operations follow.
+
+        A lock segment (consecutive locked phases) has one shape, which is what
+        makes it safe under any exception; :meth:`run_locked` (the compiled
+        path's) has it exactly:
+
+        1. the reentry check first: a finalizer, signal handler or weakref
+           callback of *this* thread entering while it holds the lock raises
+           :func:`~.context.reentry_error` instead of waiting on itself forever;
+        2. ``with lock:`` (a C-level lock: nothing runs between acquiring it
+           and entering the block, so an asynchronous exception cannot leak it);
+        3. inside the block, ``try:`` *then* record the owner, and ``finally``
+           clear it, so an exception anywhere in between leaves no stale owner.
+        """
+        closure = ctx.closure
+        me = get_ident()
         for locked, phases in self.plans[op]:
             if not locked:
                 # Unlocked phases do not depend on the state (the validator requires it), so they never
@@ -210,44 +245,19 @@ class Machine:
                     if outcome is not _NEXT:
                         return outcome
                 continue
-            outcome = self.run_locked(op, ctx, functools.partial(self._walk_segment, phases))
-            if outcome is not _NEXT:
-                return outcome
+            if closure._lock_owner == me:
+                raise reentry_error(op)
+            with closure._lock:
+                try:
+                    closure._lock_owner = me
+                    for by_state in phases:
+                        run = closure._run
+                        outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
+                        if outcome is not _NEXT:
+                            return outcome
+                finally:
+                    closure._lock_owner = None
         raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
-
-    def run_locked(self, op: str, ctx: Context, segment: Callable[[Context], Any]) -> Any:
-        """One lock segment: ``segment(ctx)`` (consecutive locked phases) under one acquisition of the lock.
-
-        Both ways of running the table go through here: the walk passes its
-        phase loop, the compiled operations their generated segment function.
-        The shape is what makes it safe under any exception:
-
-        1. :func:`~.context.refuse_reentry` first: a finalizer, signal handler
-           or weakref callback of *this* thread entering while it holds the
-           lock gets ``reentrant_call`` instead of waiting on itself forever;
-        2. ``with lock:`` (a C-level lock: nothing runs between acquiring it
-           and entering the block, so an asynchronous exception cannot leak it);
-        3. inside the block, ``try:`` *then* record the owner, and ``finally``
-           clear it — an exception anywhere in between leaves no stale owner.
-        """
-        closure = ctx.closure
-        refuse_reentry(closure, op)
-        with closure._lock:
-            try:
-                closure._lock_owner = get_ident()
-                return segment(ctx)
-            finally:
-                closure._lock_owner = None
-
-    def _walk_segment(self, phases: tuple[Mapping[str, tuple[CompiledRow, ...]], ...], ctx: Context) -> Any:
-        """The walk's locked phases: in each, the rows of the current state; ``_NEXT`` when none ended it."""
-        closure = ctx.closure
-        for by_state in phases:
-            run = closure._run
-            outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
-            if outcome is not _NEXT:
-                return outcome
-        return _NEXT
 
     def _fire(self, ctx: Context, rows: tuple[CompiledRow, ...]) -> Any:
         """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase.
@@ -266,7 +276,7 @@ class Machine:
                 trace.append(compiled.row.id)
             for effect in compiled.effects:
                 effect(ctx)
-            if compiled.to is not None or compiled.to_by is not None:
+            if compiled.moves:
                 self._move(ctx, compiled)
             if compiled.reject is not None:
                 return self._reject(ctx, compiled)
@@ -339,6 +349,7 @@ def _compile_row(row: Row, table: Table) -> CompiledRow:
         observed=sem.OBSERVED[result.observed] if result is not None and result.observed is not None else None,
         raise_code=result.name if result is not None and result.kind == "raise" else None,
         produce=sem.RESULTS[result.name] if result is not None and result.kind == "return" else None,
+        moves=bool(row.to) or row.to_by is not None,
         commits=row_commits(table, row),
     )
 

@@ -39,7 +39,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
 from tool_call_closure.absent import ABSENT
-from tool_call_closure.ecma import is_blank, json_stringify, to_js_string, truncate_utf8, utf8_length
+from tool_call_closure.ecma import (
+    is_blank,
+    json_stringify,
+    python_text_truncated,
+    to_js_string_truncated,
+    truncate_utf8,
+    utf8_length,
+)
 from tool_call_closure.errors import spec_error
 from tool_call_closure.machine.context import (
     BeginContext,
@@ -61,7 +68,6 @@ from tool_call_closure.values import (
     BeginResult,
     CallSnapshot,
     CloseReason,
-    Diagnostic,
     Settlement,
     Snapshot,
 )
@@ -179,7 +185,7 @@ def serialize_content(content: object, limit: int) -> str:
     elif issubclass(type(content), str):
         text = str.__str__(content)
     else:
-        text = json_stringify(content)
+        text = json_stringify(content, limit)  # the limit is a budget: stops at the first byte past it
     if (len(text) if text.isascii() else utf8_length(text)) > limit:
         raise spec_error("content_too_large", limit=limit)
     return text
@@ -187,15 +193,13 @@ def serialize_content(content: object, limit: int) -> str:
 
 def message_text(value: object, default: str, limit: int) -> str:
     """NORM-6: an absent message takes the default; anything else is converted as String() does; then truncated."""
-    return truncate_utf8(default if _absent(value) else to_js_string(value), limit)
+    return truncate_utf8(default, limit) if _absent(value) else to_js_string_truncated(value, limit)
 
 
 def error_message_text(error: object, default: str, limit: int) -> str:
     """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
-    # By its real class (spec §3): isinstance() would consult a __class__ property, running caller code.
-    if issubclass(type(error), BaseException):
-        text = str(error)  # caller code; a str subclass it returns counts with its plain value (D5)
-        return truncate_utf8(text if type(text) is str else str.__str__(text), limit)
+    if issubclass(type(error), BaseException):  # by type(), not a __class__ the error claims (spec §3)
+        return python_text_truncated(error, limit)  # caller code; a str subclass it returns counts plain (D5)
     return message_text(error, default, limit)
 
 
@@ -213,12 +217,19 @@ def handle_not_current(ctx: HandleContext) -> bool:
     return run is None or ctx.handle is not run.handle
 
 
+# The settle path's guards and commit read the run inline (not through _run()): they run on every
+# settlement, and one call less each keeps the settle loop as fast as it was before I9's bookkeeping.
+
+
 def call_unknown(ctx: SettleContext) -> bool:
-    return ctx.call_id not in _run(ctx).index
+    run = ctx.closure._run
+    assert run is not None
+    return ctx.call_id not in run.index
 
 
 def call_not_pending(ctx: SettleContext) -> bool:
-    run = _run(ctx)
+    run = ctx.closure._run
+    assert run is not None
     return run.calls[run.index[ctx.call_id]].state != ctx.closure._machine.initial_call_state
 
 
@@ -417,7 +428,8 @@ def start_generation(ctx: BeginContext) -> None:
 
 def record_settlement(ctx: SettleContext) -> None:
     machine = ctx.closure._machine
-    run = _run(ctx)
+    run = ctx.closure._run
+    assert run is not None
     settlement = ctx.settlement
     assert settlement is not None
     position = run.index[ctx.call_id]
@@ -447,11 +459,7 @@ def render_payload(ctx: ExportContext) -> None:
     # argument is never read, so nothing done to it, and no caller code, reaches the payload.
     record = record_of(ctx.closure, ctx.snapshot_arg)
     assert record is not None
-    rendered = record.payloads.get(ctx.method)
-    if rendered is None:
-        rendered = ctx.renderer(record.snapshot)
-        record.payloads[ctx.method] = rendered
-    ctx.payload = [dict(item) for item in rendered]  # new mutable items on every export (ADP-4)
+    ctx.payload = ctx.renderer(record.snapshot)  # a new list of new items on every export (ADP-4)
 
 
 # --------------------------------------------------------------------------- results
@@ -460,9 +468,9 @@ def render_payload(ctx: ExportContext) -> None:
 def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     """A snapshot of ``run`` (default: the installed run): a new view, and the instance's own record of it.
 
-    The record keeps the instance's internal values; the view handed out is
-    made of new objects (:func:`view_of`), so no object inside the instance
-    is ever handed out.  Both are registered before the commit installs
+    The record is a snapshot only the instance holds; the view handed out is
+    a new snapshot object (:func:`view_of`), so nothing done to the view's
+    fields reaches what exports render.  Both are registered before the commit installs
     anything; a registration of a snapshot that is never returned is
     unobservable (nobody holds the view, and the entry goes with it).
     """
@@ -491,35 +499,15 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
 
 
 def view_of(snapshot: Snapshot) -> Snapshot:
-    """A copy of ``snapshot`` made of new objects throughout (calls, settlements, close reason, diagnostics)."""
-    return Snapshot(
-        snapshot.generation,
-        snapshot.closed,
-        _reason_view(snapshot.close_reason),
-        tuple(
-            CallSnapshot(call.id, call.name, call.state, _settlement_view(call.settlement)) for call in snapshot.calls
-        ),
-        tuple(Diagnostic(d.reason, d.call_id, d.generation, d.observed_status) for d in snapshot.diagnostics),
-    )
+    """The object handed out for the record ``snapshot``: a new snapshot with the same (immutable) contents.
 
-
-def _settlement_view(settlement: Settlement | None) -> Settlement | None:
-    if settlement is None:
-        return None
-    return Settlement(
-        settlement.status,
-        settlement.provenance,
-        settlement.content,
-        settlement.code,
-        settlement.message,
-        settlement.side_effect_state,
-    )
-
-
-def _reason_view(reason: CloseReason | None) -> CloseReason | None:
-    if reason is None:
-        return None
-    return CloseReason(reason.status, reason.code, reason.message, reason.side_effect_state)
+    Its own fields are the caller's to break (``object.__setattr__``); the
+    record's are not, and exports read only the record.  The call records,
+    settlements and diagnostics inside are frozen values shared with the
+    record, as snapshots always share them (I3): copying them per snapshot
+    would cost two objects per call on every snapshot.
+    """
+    return Snapshot(snapshot.generation, snapshot.closed, snapshot.close_reason, snapshot.calls, snapshot.diagnostics)
 
 
 def _begin_result(ctx: BeginContext) -> BeginResult:
@@ -530,8 +518,7 @@ def _begin_result(ctx: BeginContext) -> BeginResult:
 def _accepted(ctx: SettleContext) -> Accepted:
     assert ctx.settlement is not None
     assert ctx.reject_generation is not None
-    # A view of the settlement: the stored record is never handed out.
-    return Accepted(ctx.reject_generation, ctx.call_id, _settlement_view(ctx.settlement))  # type: ignore[arg-type]
+    return Accepted(ctx.reject_generation, ctx.call_id, ctx.settlement)
 
 
 def _snapshot(ctx: Context) -> Snapshot:
