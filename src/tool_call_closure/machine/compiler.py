@@ -82,6 +82,12 @@ def _comment(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
+def _docstring(text: str) -> str:
+    """A docstring line for ``text``; names from the table that could end it or escape are shown as ``?``."""
+    safe = "".join(c if c.isprintable() and c not in "\\\"" else "?" for c in text)
+    return f'"""{safe}"""'
+
+
 class _Writer:
     """Indented lines of source."""
 
@@ -212,7 +218,7 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
     segments = _segments(table, op)
     out.line(f"def run_{op}(ctx):")
     out.indent()
-    out.line(f'"""{_comment(op)}: {" -> ".join(spec.phases)}."""')
+    out.line(_docstring(f"{op}: {' -> '.join(spec.phases)}."))
     out.line("closure = ctx.closure")
     locked_functions: list[tuple[str, list[str]]] = []
     for locked, phases in segments:
@@ -238,8 +244,7 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
         out.line("")
         out.line(f"def {name}(ctx):")
         out.indent()
-        shown = " -> ".join(_comment(p) for p in phases)
-        out.line(f'"""{_comment(op)}, under the lock: {shown}; NEXT if no row ended it."""')
+        out.line(_docstring(f"{op}, under the lock: {' -> '.join(phases)}; NEXT if no row ended it."))
         out.line("closure = ctx.closure")
         for phase in phases:
             _emit_phase(out, table, op, phase, True)
@@ -250,7 +255,7 @@ def _emit_operation(out: _Writer, table: Table, op: str) -> None:
 def generate_source(table: Table) -> str:
     """The Python source of the compiled table: ``run_<op>(ctx)`` per operation and an ``OPERATIONS`` map."""
     out = _Writer()
-    out.line(f'"""The transition table {table.version}, compiled: one function per operation.')
+    out.line(_docstring(f"The transition table {table.version}, compiled: one function per operation.")[:-3])
     out.line("")
     out.line("Generated from spec/machine.json by tool_call_closure.machine.compiler; do not edit.")
     out.line("Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X;")
