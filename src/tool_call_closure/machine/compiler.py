@@ -84,7 +84,7 @@ def _comment(text: str) -> str:
 
 def _docstring(text: str) -> str:
     """A docstring line for ``text``; names from the table that could end it or escape are shown as ``?``."""
-    safe = "".join(c if c.isprintable() and c not in "\\\"" else "?" for c in text)
+    safe = "".join(c if c.isprintable() and c not in '\\"' else "?" for c in text)
     return f'"""{safe}"""'
 
 
