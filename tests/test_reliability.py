@@ -62,7 +62,7 @@ def observe(closure: ToolCallClosure) -> State:
         run.state,
         run.close_reason,
         tuple(run.calls),
-        tuple(run.diagnostics),
+        tuple(closure._diagnostics),
         run.handle,
     )
 
