@@ -135,21 +135,34 @@ class Run:
         )
 
 
-class SnapshotRecord:
+class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
     """The instance's own, never handed out, record of one snapshot it produced.
 
-    ``snapshot`` is a snapshot object only the instance holds (the one
-    handed out is a *view*: another object with the same frozen contents),
-    so nothing a caller does to the view's fields — not even
-    ``object.__setattr__`` — reaches what exports render, and exports never
-    read an object the caller holds.
+    A weak reference to the handed-out *view* (``record()`` is the view, or
+    ``None`` once it is gone), carrying ``snapshot``: a snapshot object only
+    the instance holds, with the same frozen contents as the view.  Nothing a
+    caller does to the view's fields — not even ``object.__setattr__`` —
+    reaches what exports render, and exports never read an object the caller
+    holds.  When the view dies, the record removes itself from ``records``
+    (the instance's ``_records``), so records live exactly as long as views.
     """
 
-    __slots__ = ("snapshot", "view")
+    __slots__ = ("key", "records", "snapshot")
 
-    def __init__(self, snapshot: Snapshot, view: weakref.ref[Snapshot]) -> None:
-        self.snapshot = snapshot
-        self.view = view  # the handed-out view, weakly: the record lives as long as the view
+    def __new__(cls, view: Snapshot, snapshot: Snapshot, records: dict[int, SnapshotRecord]) -> SnapshotRecord:
+        return super().__new__(cls, view, _forget_record)
+
+    def __init__(self, view: Snapshot, snapshot: Snapshot, records: dict[int, SnapshotRecord]) -> None:
+        self.snapshot = snapshot  # (the reference itself was made by __new__)
+        self.key = id(view)
+        self.records = records
+
+
+def _forget_record(record: SnapshotRecord) -> None:
+    """The view of ``record`` is gone: drop the record (unless its key already names a newer one)."""
+    records = record.records
+    if records.get(record.key) is record:
+        del records[record.key]
 
 
 class MachineView(Protocol):

@@ -34,7 +34,6 @@ exceptions from it propagate unchanged.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
@@ -262,7 +261,7 @@ def record_of(closure: Instance, candidate: object) -> SnapshotRecord | None:
     if produced is None or produced is not candidate:
         return None
     record = closure._records.get(key)
-    if record is None or record.view() is not candidate:
+    if record is None or record() is not candidate:
         return None
     return record
 
@@ -486,14 +485,7 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     )
     view = view_of(record_snapshot)
     key = id(view)
-    records = closure._records
-
-    def forget(reference: weakref.ref[Snapshot]) -> None:  # the view is gone: so is its record
-        entry = records.get(key)
-        if entry is not None and entry.view is reference:
-            del records[key]
-
-    records[key] = SnapshotRecord(record_snapshot, weakref.ref(view, forget))
+    closure._records[key] = SnapshotRecord(view, record_snapshot, closure._records)
     closure._registry[key] = view  # the identity registry exports consult (SNAP-5)
     return view
 
