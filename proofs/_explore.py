@@ -51,7 +51,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -259,16 +258,20 @@ class World:
 
 
 def clone_closure(closure: ToolCallClosure) -> ToolCallClosure:
-    """A copy of the instance's private state: run record, call list, index, diagnostics, registry, a new lock."""
-    twin = copy.copy(closure)
-    twin._lock = threading.Lock()
-    twin._diagnostics = list(closure._diagnostics)
+    """A copy of the instance's private state: run record, call list, index, diagnostics, registry, a new lock.
+
+    Built field by field on a new instance (``copy.copy`` of an instance is refused, and would share the lock).
+    """
+    twin = _closure_with_machine(closure._machine, **dataclasses.asdict(closure.limits))
+    twin._trace = closure._trace
+    twin._no_run_diagnostics = list(closure._no_run_diagnostics)
     twin._registry = closure._registry.copy()
+    twin._records = dict(closure._records)
     run = closure._run
     if run is not None:
-        twin_run = copy.copy(run)
-        twin_run.calls = list(run.calls)
+        twin_run = run.draft()
         twin_run.index = dict(run.index)
+        twin_run.diagnostics = list(run.diagnostics)
         twin._run = twin_run
     return twin
 

@@ -33,6 +33,16 @@ transition from the state before, and the rest of the outer action as a
 transition from the state right after the nested one (so I4's "changes made
 by nested operations are kept" is checked exactly).
 
+With ``--faults`` it also checks I9 (a commit takes effect as one step): for
+every transition whose action commits (begin, settle and its forms, close,
+seal, with a current handle and no caller code) in a new *commit class* —
+the run state, the operation, the number of pending calls and whether the
+diagnostics are full — it re-runs the action on a clone of the world once
+per opcode the action executes under the lock, raising an exception there
+(:mod:`faults`), and requires the state afterwards to be exactly the state
+before (the install had not run) or exactly the state the unfaulted action
+reaches (it had).  ``--faults all`` does so on every committing transition.
+
 On the first violation it prints the shortest trace (actions from a new
 instance), the states before and after, and exits 1.  A table the reference's
 validator refuses (``--table``) is reported and exits 2.
@@ -41,8 +51,9 @@ validator refuses (``--table``) is reported and exits 2.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from _explore import (
@@ -56,7 +67,10 @@ from _explore import (
     fresh_world,
     iter_violation_lines,
     machine_for,
+    observe,
+    perform,
 )
+from faults import run_with_fault
 
 from tool_call_closure import Accepted, BeginResult, Rejection
 from tool_call_closure.ecma import utf8_length
@@ -233,6 +247,55 @@ class Checks:
         return None
 
 
+_COMMITTING: frozenset[str] = frozenset({"begin", "settle", "close", "seal"})
+
+
+class FaultSweeps:
+    """I9 on the transitions of the search: a fault at every point of every commit (see the module docstring)."""
+
+    def __init__(self, bounds: Bounds, every: bool) -> None:
+        self.bounds = bounds
+        self.every = every
+        self.seen: set[tuple[object, ...]] = set()
+        self.sweeps = 0
+        self.faults = 0
+
+    def check(self, world: World, before: Observation, action: Action, after: Observation) -> str | None:
+        if action.op not in _COMMITTING or action.nested is not None or action.handle not in (None, "current"):
+            return None
+        pending = sum(call.settlement is None for call in before.calls)
+        commit_class = (before.state, action.method, action.arg, pending, len(before.diagnostics))
+        if not self.every and commit_class in self.seen:
+            return None
+        self.seen.add(commit_class)
+        self.sweeps += 1
+        for point in itertools.count(1):
+            twin = world.clone()
+            run = run_with_fault(twin.closure, _performing(twin, action, self.bounds), point)
+            if not run.fired:
+                return None
+            self.faults += 1
+            now = observe(twin)
+            swallowed = run.error is None  # raised inside a weakref callback: the action completed
+            if not run.installed and not swallowed:
+                if now != before:
+                    return f"I9: {action.label} faulted at point {point} before its install but changed the state"
+            elif _committed(now) != _committed(after):
+                return f"I9: {action.label} faulted at point {point} after its install: not the unfaulted state"
+            if twin.closure._lock_owner is not None or twin.closure._lock.locked():
+                return f"I9: {action.label} faulted at point {point} left the lock held"
+        return None
+
+
+def _performing(world: World, action: Action, bounds: Bounds) -> Callable[[], object]:
+    return lambda: perform(world, action, bounds)
+
+
+def _committed(obs: Observation) -> tuple[object, ...]:
+    """The committed state, without the handle (compared by identity, and a clean begin makes a new one)."""
+    return (obs.generation, obs.state, obs.calls, obs.close_reason, obs.diagnostics, obs.run_generation)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=3, help="ids per generation, and max_calls (default 3)")
@@ -241,6 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-symmetry", action="store_true", help="do not identify states that differ by id names")
     parser.add_argument("--replay", action="store_true", help="replay paths from new instances instead of cloning")
     parser.add_argument("--table", type=Path, help="model-check this table instead of the shipped one")
+    parser.add_argument(
+        "--faults",
+        nargs="?",
+        const="classes",
+        choices=("classes", "all"),
+        help="also check I9: inject a fault at every point of each commit class (or of every commit, 'all')",
+    )
     args = parser.parse_args(argv)
     bounds = Bounds(
         calls=args.calls,
@@ -255,12 +325,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"REFUSED: the reference's validator refuses this table: {exc}")
         return 2
     checks = Checks(machine, fresh_world(machine, bounds).closure.limits)
+    sweeps = FaultSweeps(bounds, every=args.faults == "all") if args.faults else None
 
     def visit(
         world: World, before: Observation, action: Action, _after_world: World, after: Observation, outcome: Outcome
     ) -> str | None:
         if outcome.nested is None:
-            return checks.check_transition(world, before, action, after, outcome)
+            problem = checks.check_transition(world, before, action, after, outcome)
+            if problem is None and sweeps is not None:
+                problem = sweeps.check(world, before, action, after)
+            return problem
         # Caller code ran a nested action: check it from the state before, then the rest of the outer action.
         nested_action, nested_outcome, middle = outcome.nested
         return checks.check_transition(world, before, nested_action, middle, nested_outcome) or (
@@ -283,7 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"rows fired: {len(rows) - len(missing)}/{len(rows)}" + (f" (never: {', '.join(missing)})" if missing else "")
     )
-    print("OK: I1-I8 held in every state and on every transition")
+    if sweeps is not None:
+        print(f"I9: {sweeps.faults} faults injected at every point of {sweeps.sweeps} commits")
+    print(f"OK: I1-I8{' and I9' if sweeps is not None else ''} held in every state and on every transition")
     return 0
 
 

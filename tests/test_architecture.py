@@ -45,6 +45,7 @@ def test_the_layering_contracts_are_kept() -> None:
         ("machine/table.py", "import tool_call_closure.providers", "CLI > conformance kit"),
         ("closure.py", "import tool_call_closure.runners.batch", "CLI > conformance kit"),
         ("machine/context.py", "import tool_call_closure.machine.interpreter", "Inside the machine"),
+        ("machine/compiler.py", "import tool_call_closure.machine.interpreter", "Inside the machine"),
         ("providers/openai_chat.py", "import tool_call_closure.conformance.compare", "Providers never import"),
         ("conformance/compare.py", "import tool_call_closure.providers.anthropic", "reaches providers only"),
     ],
@@ -117,7 +118,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 @pytest.mark.parametrize(
     ("package", "modules"),
     [
-        ("tool_call_closure.machine", ["table", "context", "semantics", "interpreter", "diagram"]),
+        ("tool_call_closure.machine", ["table", "context", "semantics", "compiler", "interpreter", "diagram"]),
         (
             "tool_call_closure.providers",
             [

@@ -152,7 +152,6 @@ def _leaky_close_calls(machine, run, reason, event):
         run.calls[pending[-1]] = run.calls[pending[-1]].__class__(
             run.calls[pending[-1]].id, run.calls[pending[-1]].name, machine.initial_call_state, None
         )
-        run.pending = 1
 
 
 _semantics._close_calls = _leaky_close_calls

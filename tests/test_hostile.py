@@ -462,6 +462,7 @@ def test_checker_catches_a_closure_that_exceeds_max_diagnostics(monkeypatch: pyt
         return result
 
     monkeypatch.setattr(machine_module.Machine, "_reject", staticmethod(unbounded))
+    monkeypatch.setattr(machine_module.Machine, "run", machine_module.Machine.walk)  # the defect is in the walk
     env = _run_script(ToolCallClosure(max_diagnostics=2), [start_op(), *[("seal", ("h", "forged_current"))] * 3])
     assert any("maxDiagnostics (I8)" in v for v in env.violations)
 
@@ -482,8 +483,8 @@ def test_checker_catches_a_closure_that_wraps_caller_exceptions(monkeypatch: pyt
 
 
 def test_checker_catches_snapshots_that_change_later(monkeypatch: pytest.MonkeyPatch) -> None:
-    def live(closure: ToolCallClosure) -> Snapshot:
-        run = closure._run
+    def live(closure: ToolCallClosure, run: Any = None) -> Snapshot:
+        run = closure._run if run is None else run
         assert run is not None
         snapshot = Snapshot(run.generation, run.state in closure._machine.closed, run.close_reason,
                             run.calls, closure._diagnostics)  # type: ignore[arg-type]  # fmt: skip

@@ -69,6 +69,30 @@ DRIFT = (
     "runpy.run_path('proofs/conformance.py', run_name='__main__')"
 )
 
+# A commit that writes the installed run in place (the close reason before the snapshot): I9 must notice.
+IN_PLACE_SEAL = """
+import runpy, sys
+sys.path.insert(0, 'proofs')
+from tool_call_closure.machine import semantics
+from tool_call_closure.machine.context import Context
+from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine.table import TABLE
+
+def in_place(ctx: Context) -> None:
+    ctx.closure._run.close_reason = semantics.COMPLETE
+    ctx.draft = ctx.closure._run.draft()
+
+semantics.EFFECTS['record_complete'] = in_place
+import _explore
+_explore.MACHINE = Machine(TABLE)
+sys.argv = ['bfs_check.py', '--calls', '1', '--generations', '1', '--faults']
+runpy.run_path('proofs/bfs_check.py', run_name='__main__')
+"""
+# I9 sizes: bounded in CI, larger under HYPOTHESIS_PROFILE=long.
+FAULT_BOUNDS = ["--calls", "2", "--generations", "2"] if os.environ.get("HYPOTHESIS_PROFILE") == "long" else [
+    "--calls", "1", "--generations", "1"
+]  # fmt: skip
+
 # name -> (arguments after the interpreter, mutant or None, needs z3)
 RUNS: dict[str, tuple[list[str], str | None, bool]] = {
     "prove": ([PROVE], None, True),
@@ -76,6 +100,8 @@ RUNS: dict[str, tuple[list[str], str | None, bool]] = {
     "bfs": ([BFS, "--calls", "2", "--generations", "1"], None, False),
     "bfs:replay": ([BFS, "--calls", "1", "--generations", "1", "--replay"], None, False),
     "bfs:clone": ([BFS, "--calls", "1", "--generations", "1"], None, False),
+    "bfs:faults": ([BFS, *FAULT_BOUNDS, "--faults"], None, False),
+    "bfs:faults-in-place": (["-c", IN_PLACE_SEAL], None, False),
     **{
         f"bfs:{m}": ([BFS, "--calls", "2", "--generations", "2", "--table"], m, False)
         for m in ("terminal-exit", "no-fencing", "no-synthesis", "no-new-generation", "recheck-unknown")
@@ -209,6 +235,25 @@ def test_bfs_check_holds_on_the_shipped_table_and_fires_every_row(runs: Runs) ->
     assert f"rows fired: {rows}/{rows}" in out, out
     assert "OK: I1-I8 held" in out, out
     assert re.search(r"explored [1-9]\d* states, checked [1-9]\d* transitions", out), out
+
+
+def test_bfs_check_injects_a_fault_at_every_point_of_every_commit_class(runs: Runs) -> None:
+    """I9: every commit class of the search, faulted at every opcode under the lock, is all or nothing."""
+    rc, out = runs.result("bfs:faults")
+    assert rc == 0, out
+    assert "OK: I1-I8 and I9 held" in out, out
+    found = re.search(r"I9: (\d+) faults injected at every point of (\d+) commits", out)
+    assert found is not None, out
+    assert int(found.group(1)) > 10_000, out
+    assert int(found.group(2)) > 100, out
+
+
+def test_bfs_check_finds_a_commit_written_in_place(runs: Runs) -> None:
+    """I9 can fail: a seal that writes the installed run before building its snapshot is caught half-done."""
+    rc, out = runs.result("bfs:faults-in-place")
+    assert rc == 1, out
+    assert "I9: seal(current) faulted at point" in out, out
+    assert "before its install but changed the state" in out, out
 
 
 def test_bfs_check_by_replay_explores_exactly_what_cloning_explores(runs: Runs) -> None:

@@ -82,8 +82,11 @@ import dataclasses
 import datetime
 import enum
 import json
+import sys
+import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import pytest
@@ -102,6 +105,10 @@ from hypothesis.stateful import (
 
 import model as spec_model
 from tables import closure_for, modified, row
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proofs"))
+from faults import InjectedFault, run_with_fault
+
 from tool_call_closure import (
     BatchHandle,
     BeginResult,
@@ -991,6 +998,43 @@ invalid_options = st.dictionaries(
 # =========================================================================== the machine
 
 
+FAULTED_OPERATIONS: Final = ("begin", "succeed", "fail", "stale_settle", "close", "seal", "snapshot", "export")
+FAULT_KINDS: Final[dict[str, Callable[[], BaseException]]] = {
+    "injected": lambda: InjectedFault("injected"),
+    "RecursionError": lambda: RecursionError("maximum recursion depth exceeded"),
+    "MemoryError": MemoryError,
+    "KeyboardInterrupt": KeyboardInterrupt,
+}
+
+
+def _faulted_invoke(op: str, side: Side) -> Any:
+    """One operation with plain arguments (no caller code), the same on both sides."""
+    target = side.target
+    pending = [call.id for call in target.snapshot().calls if call.state == "pending"] if side.current else []
+    call_id = pending[0] if pending else "a"
+    if op == "begin":
+        return target.begin([{"id": "f", "name": "t"}, {"id": "g", "name": "t"}])
+    if op == "succeed":
+        return target.succeed(side.current, call_id, {"faulted": True})
+    if op == "fail":
+        return target.fail(side.current, call_id, "faulted", "F")
+    if op == "stale_settle":
+        return target.succeed(side.handles[0] if side.handles else None, call_id, "late")
+    if op == "close":
+        return target.close(side.current, {"status": "error", "code": "F"})
+    if op == "seal":
+        return target.seal(side.current)
+    if op == "snapshot":
+        return target.snapshot()
+    return target.to_openai_chat_completions()
+
+
+def _result_of(run: Any) -> Any:
+    if run.error is not None:
+        raise run.error
+    return run.result
+
+
 class ClosureMachine(RuleBasedStateMachine):
     """The implementation and the model, driven side by side (see the module docstring)."""
 
@@ -1418,6 +1462,39 @@ class ClosureMachine(RuleBasedStateMachine):
         for diagnostic in target.diagnostics:
             with pytest.raises(dataclasses.FrozenInstanceError):
                 diagnostic.reason = "run_closed"
+
+    # ------------------------------------------------------------------ rules: faults (I9)
+
+    @rule(
+        op=st.sampled_from(FAULTED_OPERATIONS),
+        point=st.integers(1, 2500),
+        fault=st.sampled_from(sorted(FAULT_KINDS)),
+    )
+    def faulted_operation(self, op: str, point: int, fault: str) -> None:
+        """I9: an exception at the ``point``-th opcode the operation runs under the lock (RecursionError,
+        MemoryError, KeyboardInterrupt, an injected asynchronous exception) leaves the implementation exactly
+        as before (the install had not run: the model does not take the step) or exactly where the model
+        takes it (it had).  A point past the operation's last one runs it unfaulted, compared as any step."""
+        impl, model = self.impl, self.model
+        before = impl.state()
+        run = run_with_fault(impl.target, lambda: _faulted_invoke(op, impl), point, FAULT_KINDS[fault])
+        if run.fired and run.error is not None and not run.installed:
+            assert impl.state() == before, f"I9: {op} faulted at point {point} ({fault}) changed the state"
+            assert impl.target._lock_owner is None, "I9: the lock's owner stayed recorded"
+            assert not impl.target._lock.locked(), "I9: the lock stayed held"
+            return
+        out_model = capture(lambda: _faulted_invoke(op, model))
+        if run.fired and run.error is not None:  # faulted after the install: the step was taken whole
+            assert impl.state() == model.state(), f"I9: {op} faulted after its install ({fault}): state differs"
+            if op == "begin" and not out_model.raised:
+                impl.note_begin(types.SimpleNamespace(handle=impl.target._run.handle))
+                model.note_begin(out_model.value)
+            return
+        out_impl = capture(lambda: _result_of(run))
+        assert out_impl.text == out_model.text, f"{op}: implementation {out_impl.text} != model {out_model.text}"
+        if op == "begin" and not out_impl.raised:
+            impl.note_begin(out_impl.value)
+            model.note_begin(out_model.value)
 
     # ------------------------------------------------------------------ invariants
 

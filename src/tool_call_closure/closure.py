@@ -19,7 +19,14 @@ custom mappings — runs only in the unlocked ``prepare`` and ``normalize``
 phases, so it can call back into the closure without deadlocking.  Another
 thread's operation that lands while this one runs caller code is treated
 exactly like a nested operation: the recheck sees it, and the first terminal
-result wins.
+result wins.  A finalizer, signal handler or weakref callback that calls in
+while its own thread holds the lock gets ``UsageError`` ``reentrant_call``
+instead of a deadlock.
+
+Reliability.  A commit takes effect as one step (invariant I9, see
+:mod:`.machine.context`): an exception of any kind that lands while an
+operation holds the lock leaves the instance as it was.  An instance cannot
+be copied or pickled (a copy would share its lock, run and registry).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from tool_call_closure.machine.context import (
     Run,
     SealContext,
     SettleContext,
+    SnapshotRecord,
 )
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.table import TABLE
@@ -90,12 +98,13 @@ class ToolCallClosure:
 
     __slots__ = (
         "__weakref__",
-        "_diagnostics",
         "_exporters",
-        "_generation",
         "_limits",
         "_lock",
+        "_lock_owner",
         "_machine",
+        "_no_run_diagnostics",
+        "_records",
         "_registry",
         "_run",
         "_superseded_message",
@@ -126,11 +135,15 @@ class ToolCallClosure:
         limits = {o.python: _limit(given[o.python], o.id, o.default) for o in TABLE.options}
         self._limits = Limits(**limits)
         self._lock = threading.Lock()
-        self._generation = 0
+        self._lock_owner: int | None = None  # the thread holding _lock (reentry is refused, not waited for)
+        # The whole committed state: generation counter, calls, state, close reason and diagnostics.
+        # A commit replaces it (or one call record in it) with one assignment (machine.context.install).
         self._run: Run | None = None
-        self._diagnostics: list[Diagnostic] = []
+        self._no_run_diagnostics: list[Diagnostic] = []  # rejections before the first begin (cleared by it)
         # id(snapshot) -> snapshot, weakly: exports accept exactly the objects this instance produced.
         self._registry: weakref.WeakValueDictionary[int, Snapshot] = weakref.WeakValueDictionary()
+        # id(snapshot) -> the instance's own record of it, for as long as the handed-out view lives.
+        self._records: dict[int, SnapshotRecord] = {}
         # When a list, the id of every row that fires is appended (coverage of the table by tests and vectors).
         self._trace: list[str] | None = None
         self._use_machine(MACHINE)
@@ -141,7 +154,33 @@ class ToolCallClosure:
         self._superseded_message = truncate_utf8(machine.texts["superseded_message"], self._limits.max_message_bytes)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        raise TypeError("ToolCallClosure is final and cannot be subclassed")
+        raise spec_error("closure_final")
+
+    # A copy would share the lock, the run and the registry with the original (it would settle the
+    # original's calls and export its snapshots) while disagreeing on the generation: refused.
+    def __copy__(self) -> ToolCallClosure:
+        raise spec_error("closure_not_copyable", operation="copy.copy")
+
+    def __deepcopy__(self, memo: object) -> ToolCallClosure:
+        raise spec_error("closure_not_copyable", operation="copy.deepcopy")
+
+    def __reduce_ex__(self, protocol: object) -> Any:
+        raise spec_error("closure_not_copyable", operation="pickling")
+
+    def __reduce__(self) -> Any:
+        raise spec_error("closure_not_copyable", operation="pickling")
+
+    @property
+    def _generation(self) -> int:
+        """The generation counter: the installed run's number (0 before the first begin)."""
+        run = self._run
+        return 0 if run is None else run.generation
+
+    @property
+    def _diagnostics(self) -> list[Diagnostic]:
+        """The current generation's diagnostics (before the first begin, a list begin discards)."""
+        run = self._run
+        return self._no_run_diagnostics if run is None else run.diagnostics
 
     def __repr__(self) -> str:
         run = self._run

@@ -11,7 +11,9 @@ those, and a library expects one root to catch everything it raises, so:
   raises on its own account;
 * :class:`UsageError` is a ``TypeError`` (the original's TypeError);
 * :class:`LimitError` is a ``ValueError`` (the original's RangeError);
-* :class:`TableError` means a transition table failed validation.
+* :class:`TableError` means a transition table failed validation;
+* :class:`FrozenValueError` is a write to a frozen value (a
+  ``dataclasses.FrozenInstanceError``, as for any frozen dataclass).
 
 Every error the state machine can raise has an entry in the ``errors`` list of
 ``spec/machine.json``: a permanent ``code``, its ``kind`` and its message
@@ -24,11 +26,13 @@ propagate unchanged, as in the original.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import FrozenInstanceError
 from typing import Any, ClassVar, Final
 
 from tool_call_closure.spec_files import machine_document
 
 __all__ = [
+    "FrozenValueError",
     "LimitError",
     "TableError",
     "ToolCallClosureError",
@@ -73,6 +77,15 @@ class TableError(ToolCallClosureError, ValueError):
     """A transition table failed validation; the message names the offending part."""
 
     kind: ClassVar[str] = "TableError"
+
+
+class FrozenValueError(ToolCallClosureError, FrozenInstanceError):
+    """A write to a value the closure returned (they are all frozen); code ``value_frozen``."""
+
+    kind: ClassVar[str] = "TypeError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="value_frozen")
 
 
 _KIND_CLASSES: dict[str, type[ToolCallClosureError]] = {

@@ -25,8 +25,10 @@ Two identity rules matter:
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar, final
+
+from tool_call_closure.errors import FrozenValueError
 
 __all__ = [
     "COMPLETE",
@@ -55,14 +57,15 @@ def _sealed(cls: _T) -> _T:
 
     A frozen, slotted dataclass refuses to assign its fields, but (CPython
     gh-105936) assigning any *other* name fails with an unrelated TypeError.
-    The values promise FrozenInstanceError for every write.
+    The values promise FrozenInstanceError for every write: a
+    :class:`~.errors.FrozenValueError`, which is one, under the library's root.
     """
 
     def refuse_assignment(self: object, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        raise FrozenValueError(f"cannot assign to field {name!r}")
 
     def refuse_deletion(self: object, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        raise FrozenValueError(f"cannot delete field {name!r}")
 
     cls.__setattr__ = refuse_assignment  # type: ignore[assignment]
     cls.__delattr__ = refuse_deletion  # type: ignore[assignment]

@@ -18,8 +18,12 @@
     Serve protocol v1 on stdin/stdout: the reference as a conformance subject.
 ``demo``
     Abort a batch midway and print the snapshot and the three provider payloads.
-``table [PATH] [--diagram]``
-    Validate a transition table and summarize it, or print its state diagrams.
+``table [PATH] [--diagram | --emit-python]``
+    Validate a transition table and summarize it, or print its state diagrams,
+    or print the Python code the reference compiles it to.
+``bench [--quick] [--out PATH] [--plot PATH]``
+    Run the shared benchmark workload on the reference (and on the original
+    on Node when it is found, in the same run); print ratios, write JSON.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tool_call_closure import __version__
+from tool_call_closure.cli.bench import bench_arguments, run_bench
 
 if TYPE_CHECKING:
     from tool_call_closure.conformance.conform import SubjectSpec
@@ -138,7 +143,15 @@ def _build_parser() -> argparse.ArgumentParser:
 
     table = commands.add_parser("table", help="validate a transition table and summarize it")
     table.add_argument("path", nargs="?", type=Path, help="table file (default: the shipped table)")
-    table.add_argument("--diagram", action="store_true", help="print the Mermaid state diagrams instead")
+    shown = table.add_mutually_exclusive_group()
+    shown.add_argument("--diagram", action="store_true", help="print the Mermaid state diagrams instead")
+    shown.add_argument(
+        "--emit-python",
+        action="store_true",
+        help="print the Python code the table compiles to (one function per operation) instead",
+    )
+    bench = commands.add_parser("bench", help="run the shared benchmark workload, against the original when found")
+    bench_arguments(bench)
     return parser
 
 
@@ -209,7 +222,9 @@ def _run(args: argparse.Namespace) -> int:
         from tool_call_closure.cli.demo import run_demo
 
         return run_demo(sys.stdout)
-    return _table(args.path, args.diagram)
+    if command == "bench":
+        return run_bench(args)
+    return _table(args.path, args.diagram, args.emit_python)
 
 
 def _subject_spec(args: argparse.Namespace) -> SubjectSpec | int:
@@ -404,7 +419,7 @@ def _one_line(exc: BaseException) -> str:
     return text[:500] if text else type(exc).__name__
 
 
-def _table(path: Path | None, diagram: bool) -> int:
+def _table(path: Path | None, diagram: bool, emit_python: bool = False) -> int:
     from tool_call_closure.errors import TableError
     from tool_call_closure.machine.diagram import mermaid
 
@@ -416,6 +431,9 @@ def _table(path: Path | None, diagram: bool) -> int:
     table = machine.table
     if diagram:
         print(mermaid(table), end="")
+        return 0
+    if emit_python:
+        print(machine.source, end="")  # exactly the source the machine compiled and runs
         return 0
     print(f"valid table, version {table.version}")
     print(f"  run states:  {', '.join(table.run_states)} (closed: {', '.join(sorted(table.closed_run_states))})")

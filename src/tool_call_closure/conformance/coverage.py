@@ -44,6 +44,12 @@ UNREACHABLE: Final = {
     "error:content_circular": "protocol values are JSON trees (hooks' values are decoded afresh), so content "
     "cannot contain itself; tests/test_ecma.py covers it",
     "kind:InternalError": "reported only by a defective subject",
+    "error:reentrant_call": "Python only: raised when a finalizer, signal handler or weakref callback enters an "
+    "instance inside a locked phase; tests/test_reliability.py covers it",
+    "error:closure_not_copyable": "Python only: copy and pickling of an instance; tests/test_reliability.py covers it",
+    "invariant:I9": "exceptions landing inside a commit are injected inside the process, not over the protocol; "
+    "tests/test_reliability.py, tests/test_stateful.py and proofs/bfs_check.py --faults check it",
+    "error:closure_final": "Python only: subclassing ToolCallClosure; tests/test_mutants.py covers it",
 }
 
 

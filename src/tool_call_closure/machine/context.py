@@ -27,9 +27,21 @@ run time.
         ├── CloseContext         close: reason argument, normalized close reason
         └── SealContext          seal
 
-:class:`Run` is the mutable record of the current generation.  It never leaves
-the instance; everything handed out is a frozen value of
-:mod:`tool_call_closure.values`.
+:class:`Run` is the record of the current generation and the whole committed
+state of the instance (the generation counter and the diagnostics are read
+from it).  It never leaves the instance; everything handed out is a frozen
+value of :mod:`tool_call_closure.values`.
+
+Commit as one step (invariant I9).  A commit never writes the installed
+state field by field.  Its effects write a *draft* (:func:`draft_of`, or a
+new ``Run`` for a new generation, in ``ctx.draft``) or stage the one call
+record a settlement replaces (``ctx.staged_call``); the interpreter builds
+the result from the draft, then :func:`install` puts everything in place
+with one assignment.  A rejection's one write is :func:`install_diagnostic`.
+An exception that lands before the install changes nothing.
+
+Exports read :class:`SnapshotRecord`, the instance's own record of a
+snapshot it handed out, never the object handed out.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 from tool_call_closure.absent import ABSENT
+from tool_call_closure.errors import spec_error
 from tool_call_closure.values import (
     BatchHandle,
     CallSnapshot,
@@ -64,6 +77,11 @@ __all__ = [
     "Run",
     "SealContext",
     "SettleContext",
+    "SnapshotRecord",
+    "draft_of",
+    "install",
+    "install_diagnostic",
+    "reentry_error",
 ]
 
 Renderer = Callable[[Snapshot], list[dict[str, Any]]]
@@ -71,18 +89,80 @@ Renderer = Callable[[Snapshot], list[dict[str, Any]]]
 
 
 class Run:
-    """The mutable record of the current generation (never handed out)."""
+    """The record of the current generation (never handed out).
 
-    __slots__ = ("calls", "close_reason", "generation", "handle", "index", "pending", "state")
+    A commit never writes the installed record field by field: it builds the
+    new record aside (:meth:`draft`, or a new ``Run`` for a new generation)
+    and installs it with one assignment (:func:`install`).  The one exception
+    is a settlement, whose whole write is one list-item assignment.
+    """
 
-    def __init__(self, generation: int, handle: BatchHandle, calls: list[CallSnapshot], index: dict[str, int]) -> None:
+    __slots__ = ("calls", "close_reason", "diagnostics", "generation", "handle", "index", "state")
+
+    def __init__(
+        self,
+        generation: int,
+        handle: BatchHandle,
+        calls: list[CallSnapshot],
+        index: Mapping[str, int],
+        diagnostics: list[Diagnostic],
+        state: str = "",
+        close_reason: CloseReason | None = None,
+    ) -> None:
         self.generation = generation
         self.handle = handle
-        self.state = ""  # set by the row that installs the run
+        self.state = state  # set by the row that installs the run
         self.calls = calls  # CallSnapshot records, replaced (never mutated) when a call settles
-        self.index = index  # call id -> position in calls
-        self.pending = len(calls)  # number of calls in the initial call state
-        self.close_reason: CloseReason | None = None
+        self.index = index  # call id -> position in calls; never changes after the run is built
+        self.diagnostics = diagnostics  # this generation's rejections (one list, shared by its drafts: DIAG-4)
+        self.close_reason = close_reason
+
+    @property
+    def pending(self) -> int:
+        """The number of calls without a settlement (counted, not stored: nothing can leave it stale)."""
+        return sum(1 for call in self.calls if call.settlement is None)
+
+    def draft(self) -> Run:
+        """A copy to build the next version of this generation in: its own call list, the rest shared."""
+        return Run(
+            self.generation,
+            self.handle,
+            list(self.calls),
+            self.index,
+            self.diagnostics,
+            self.state,
+            self.close_reason,
+        )
+
+
+class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
+    """The instance's own, never handed out, record of one snapshot it produced.
+
+    A weak reference to the handed-out *view* (``record()`` is the view, or
+    ``None`` once it is gone), carrying ``snapshot``: a snapshot object only
+    the instance holds, with the same frozen contents as the view.  Nothing a
+    caller does to the view's fields — not even ``object.__setattr__`` —
+    reaches what exports render, and exports never read an object the caller
+    holds.  When the view dies, the record removes itself from ``records``
+    (the instance's ``_records``), so records live exactly as long as views.
+    """
+
+    __slots__ = ("key", "records", "snapshot")
+
+    def __new__(cls, view: Snapshot, snapshot: Snapshot, records: dict[int, SnapshotRecord]) -> SnapshotRecord:
+        return super().__new__(cls, view, _forget_record)
+
+    def __init__(self, view: Snapshot, snapshot: Snapshot, records: dict[int, SnapshotRecord]) -> None:
+        self.snapshot = snapshot  # (the reference itself was made by __new__)
+        self.key = id(view)
+        self.records = records
+
+
+def _forget_record(record: SnapshotRecord) -> None:
+    """The view of ``record`` is gone: drop the record (unless its key already names a newer one)."""
+    records = record.records
+    if records.get(record.key) is record:
+        del records[record.key]
 
 
 class MachineView(Protocol):
@@ -102,16 +182,26 @@ class MachineView(Protocol):
 
 
 class Instance(Protocol):
-    """The members of an instance that the interpreter and the semantics read and write."""
+    """The members of an instance that the interpreter and the semantics read and write.
+
+    ``_run`` is the whole committed state of the instance: the generation
+    counter (``_generation``) and the current diagnostics (``_diagnostics``)
+    are read from it, so installing a new ``Run`` is one assignment.
+    ``_lock_owner`` is the thread id holding ``_lock`` (``None`` when free).
+    """
 
     _lock: threading.Lock
-    _generation: int
+    _lock_owner: int | None
     _run: Run | None
-    _diagnostics: list[Diagnostic]
     _registry: weakref.WeakValueDictionary[int, Snapshot]
+    _records: dict[int, SnapshotRecord]
     _trace: list[str] | None
     _superseded_message: str
 
+    @property
+    def _generation(self) -> int: ...
+    @property
+    def _diagnostics(self) -> list[Diagnostic]: ...
     @property
     def _limits(self) -> Limits: ...
     @property
@@ -121,13 +211,20 @@ class Instance(Protocol):
 
 
 class Context:
-    """The part every operation has: the instance and the name of the method called."""
+    """The part every operation has: the instance, the name of the method called, and what its commit builds.
 
-    __slots__ = ("closure", "method")
+    ``draft`` is the new :class:`Run` a commit builds aside and ``staged_call``
+    the one ``(position, call record)`` a settlement writes; :func:`install`
+    puts either in place with one assignment, after the result is built.
+    """
+
+    __slots__ = ("closure", "draft", "method", "staged_call")
 
     def __init__(self, closure: Instance, method: str) -> None:
         self.closure = closure
         self.method = method
+        self.draft: Run | None = None
+        self.staged_call: tuple[int, CallSnapshot] | None = None
 
 
 class ReadContext(Context):
@@ -144,6 +241,8 @@ class BeginContext(Context):
     def __init__(self, closure: Instance, method: str, calls: object) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.calls_arg = calls
         self.start_generation = closure._generation  # BEG-5: a nested begin changes it
         self.validated: list[tuple[str, str]] = []
@@ -158,6 +257,8 @@ class HandleContext(Context):
     def __init__(self, closure: Instance, method: str, handle: object) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.handle = handle
         self.reject_generation: int | None = None
 
@@ -187,6 +288,8 @@ class SettleContext(HandleContext):
     def __init__(self, closure: Instance, method: str, handle: object, call_id: Any) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.handle = handle
         self.reject_generation = None
         self.call_id: str = call_id  # validated (a plain str) by validate_call_id before anything reads it
@@ -209,6 +312,8 @@ class CloseContext(HandleContext):
     def __init__(self, closure: Instance, method: str, handle: object, reason: object) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.handle = handle
         self.reject_generation = None
         self.reason = reason
@@ -229,9 +334,62 @@ class ExportContext(Context):
     def __init__(self, closure: Instance, method: str, snapshot: object, renderer: Renderer) -> None:
         self.closure = closure
         self.method = method
+        self.draft = None
+        self.staged_call = None
         self.snapshot_arg = snapshot
         self.renderer = renderer
         self.payload: list[dict[str, Any]] = []
+
+
+def draft_of(ctx: Context) -> Run:
+    """The run this commit builds aside: a draft of the installed run, made on first use."""
+    draft = ctx.draft
+    if draft is None:
+        run = ctx.closure._run
+        assert run is not None, "the table only writes the run while a generation exists"
+        draft = ctx.draft = run.draft()
+    return draft
+
+
+def install(ctx: Context) -> None:
+    """The one step at which a commit takes effect: a single assignment, after everything that can fail.
+
+    A commit builds everything aside (the draft run, the settled call record,
+    the result and its snapshot), then calls this.  An exception that lands
+    before it — ``RecursionError``, ``MemoryError``, ``KeyboardInterrupt``,
+    any asynchronous exception — leaves the instance exactly as it was and
+    consumes no generation number; nothing that can raise runs after it.
+    """
+    draft = ctx.draft
+    if draft is not None:
+        ctx.closure._run = draft  # a new generation, or this one closed: counter, calls, state, reason at once
+        return
+    staged = ctx.staged_call
+    if staged is not None:
+        run = ctx.closure._run
+        assert run is not None
+        run.calls[staged[0]] = staged[1]  # a settlement: one call record replaced
+
+
+def install_diagnostic(closure: Instance, diagnostic: Diagnostic) -> None:
+    """A rejection's one write: its diagnostic appended, while there is room (DIAG-1); built before, nothing after."""
+    diagnostics = closure._diagnostics
+    if len(diagnostics) < closure._limits.max_diagnostics:
+        diagnostics.append(diagnostic)
+
+
+def reentry_error(operation: str) -> Exception:
+    """The error for an operation entered while its own thread already holds the instance's lock.
+
+    Only a finalizer (``__del__``), a signal handler or a weakref callback
+    can do that — they run wherever the interpreter happens to be, including
+    inside a locked phase.  Waiting for the lock would deadlock the thread on
+    itself; a clear ``UsageError`` (``reentrant_call``) is raised instead.
+    The check compares the lock's owner with the calling thread's own id
+    (``threading.get_ident()``), so another thread holding the lock never
+    triggers it: that thread's operation is simply waited for.
+    """
+    return spec_error("reentrant_call", operation=operation)
 
 
 OPERATION_CONTEXTS: Final[Mapping[str, type[Context]]] = {

@@ -20,6 +20,18 @@ result the operation takes the table's default (it raises
 at every phase, because caller code in an unlocked phase may have changed it:
 that is how a nested close or a newer generation "wins" (catalogue §13).
 
+Two ways to run the same table.  :meth:`Machine.walk` is the definition: it
+walks the compiled rows exactly as described here.  :meth:`Machine.run`, what
+the public class calls, executes the same walk written out as Python code
+when the table is loaded (:mod:`.compiler`: one generated function per
+operation and per lock segment, printed by ``tool-call-closure table
+--emit-python``), so the per-phase lookups, loops and row records cost
+nothing at run time.  Both bind the same semantics and share the same
+mechanisms (the lock segment's shape in :meth:`Machine.run_locked`,
+``draft_of``, ``install``, :func:`record_rejection`); the tests hold them to
+the same answers on every vector and every step the bounded model check
+reaches.
+
 Locking.  Phases marked ``locked`` run while holding the instance's lock;
 consecutive locked phases share one acquisition, so a recheck and its commit
 are atomic, and every read of the state happens under the lock.  Rows of
@@ -28,7 +40,14 @@ requires it), so an unlocked phase never looks at a generation another thread
 is in the middle of changing.  Unlocked phases (``prepare``, ``normalize``) are where caller code
 runs — ``__str__``, properties, ``__json__`` hooks — so caller code never runs
 while the lock is held, and a hook that calls back into the closure cannot
-deadlock.  Nothing in a locked phase calls caller code.
+deadlock.  Nothing in a locked phase calls caller code; a finalizer, signal
+handler or weakref callback that enters the instance from inside one (on the
+thread holding the lock) is refused with ``reentrant_call``.
+
+Committing.  A row that writes (an effect with ``writes``, or a target) runs
+its effects against a draft, moves the draft, builds its result, and only
+then installs the draft with one assignment (:func:`.context.install`), so
+an exception anywhere before that changes nothing (invariant I9).
 
 Nothing here knows what a guard or an effect *means*: the names are bound to
 functions from :mod:`.semantics` when the table is compiled.  Compilation
@@ -44,25 +63,30 @@ above the machine, by the public class, which hands it to the operation in its
 
 from __future__ import annotations
 
-import threading
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from threading import get_ident
 from typing import Any, Final, cast
 
 from tool_call_closure.errors import TableError, spec_error
 from tool_call_closure.machine import semantics as sem
+from tool_call_closure.machine.compiler import Operation, compile_operations, row_commits
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
     Context,
     HandleContext,
     Instance,
     SettleContext,
+    draft_of,
+    install,
+    install_diagnostic,
+    reentry_error,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
 from tool_call_closure.values import CallSnapshot, Diagnostic, Rejection, Settlement
 
-__all__ = ["MACHINE", "CompiledRow", "Machine"]
+__all__ = ["MACHINE", "CompiledRow", "Machine", "record_rejection"]
 
 
 _NEXT: Final = object()  # a phase's answer when no row ended the operation
@@ -85,6 +109,8 @@ class CompiledRow:
     observed: Callable[[Context], str | None] | None
     raise_code: str | None
     produce: Producer | None
+    moves: bool  # the row has a target (fixed or dynamic)
+    commits: bool  # an effect writes the run, or the row moves it: the row ends with install()
 
 
 class Machine:
@@ -97,7 +123,9 @@ class Machine:
         "effect_run_to",
         "export_format",
         "initial_call_state",
+        "operations",
         "plans",
+        "source",
         "table",
         "texts",
     )
@@ -138,23 +166,76 @@ class Machine:
                 by_state: Mapping[str, tuple[CompiledRow, ...]]
                 if locked:
                     by_state = {
-                        state: tuple(_compile_row(row) for row in table.rows_for(op_id, phase, state))
+                        state: tuple(_compile_row(row, table) for row in table.rows_for(op_id, phase, state))
                         for state in table.run_states
                     }
                 else:  # the same rows in every state ("*")
                     rows = table.rows_for(op_id, phase, table.initial_run_state)
-                    by_state = {"*": tuple(_compile_row(row) for row in rows)}
+                    by_state = {"*": tuple(_compile_row(row, table) for row in rows)}
                 if segments and segments[-1][0] == locked:
                     segments[-1][1].append(by_state)
                 else:
                     segments.append((locked, [by_state]))
             plans[op_id] = tuple((locked, tuple(phases)) for locked, phases in segments)
         self.plans = plans
+        self.operations: Mapping[str, Operation]
+        # The same table written out as Python (see .compiler); ``run`` executes it.
+        self.source, self.operations = compile_operations(
+            table,
+            {
+                "guard": sem.GUARDS,
+                "effect": sem.EFFECTS,
+                "result": sem.RESULTS,
+                "observed": sem.OBSERVED,
+                "target": sem.TARGETS,
+            },
+            {
+                "run_locked": self.run_locked,
+                "NEXT": _NEXT,
+                "reject": record_rejection,
+                "spec_error": spec_error,
+                "draft_of": draft_of,
+                "install": install,
+            },
+        )
 
     def run(self, op: str, ctx: Context) -> Any:
-        """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise."""
+        """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise.
+
+        Runs the compiled form of the table (:mod:`.compiler`); :meth:`walk` is the same table walked row by row.
+        """
+        return self.operations[op](ctx)
+
+    def run_locked(self, op: str, ctx: Context, segment: Callable[[Context], Any]) -> Any:
+        """One lock segment of a compiled operation: ``segment(ctx)`` under the lock, in the walk's shape."""
         closure = ctx.closure
-        lock: threading.Lock = closure._lock
+        me = get_ident()
+        if closure._lock_owner == me:
+            raise reentry_error(op)
+        with closure._lock:
+            try:
+                closure._lock_owner = me
+                return segment(ctx)
+            finally:
+                closure._lock_owner = None
+
+    def walk(self, op: str, ctx: Context) -> Any:
+        """Run operation ``op`` by walking the table's rows: the definition the compiled operations follow.
+
+        A lock segment (consecutive locked phases) has one shape, which is what
+        makes it safe under any exception; :meth:`run_locked` (the compiled
+        path's) has it exactly:
+
+        1. the reentry check first: a finalizer, signal handler or weakref
+           callback of *this* thread entering while it holds the lock raises
+           :func:`~.context.reentry_error` instead of waiting on itself forever;
+        2. ``with lock:`` (a C-level lock: nothing runs between acquiring it
+           and entering the block, so an asynchronous exception cannot leak it);
+        3. inside the block, ``try:`` *then* record the owner, and ``finally``
+           clear it, so an exception anywhere in between leaves no stale owner.
+        """
+        closure = ctx.closure
+        me = get_ident()
         for locked, phases in self.plans[op]:
             if not locked:
                 # Unlocked phases do not depend on the state (the validator requires it), so they never
@@ -164,16 +245,29 @@ class Machine:
                     if outcome is not _NEXT:
                         return outcome
                 continue
-            with lock:
-                for by_state in phases:
-                    run = closure._run
-                    outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
-                    if outcome is not _NEXT:
-                        return outcome
+            if closure._lock_owner == me:
+                raise reentry_error(op)
+            with closure._lock:
+                try:
+                    closure._lock_owner = me
+                    for by_state in phases:
+                        run = closure._run
+                        outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
+                        if outcome is not _NEXT:
+                            return outcome
+                finally:
+                    closure._lock_owner = None
         raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
 
     def _fire(self, ctx: Context, rows: tuple[CompiledRow, ...]) -> Any:
-        """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase."""
+        """Fire the first row whose guard holds; its result, or ``_NEXT`` to go on to the next phase.
+
+        A committing row (one whose effects write or that moves the run)
+        builds everything aside — effects write the draft, the move sets the
+        draft's state, the result (with its snapshot) is built from the draft
+        — and only then :func:`~.context.install` puts it in place with one
+        assignment.  Nothing that can raise runs after the install.
+        """
         for compiled in rows:
             if compiled.guard is not None and not compiled.guard(ctx):
                 continue
@@ -182,14 +276,19 @@ class Machine:
                 trace.append(compiled.row.id)
             for effect in compiled.effects:
                 effect(ctx)
-            if compiled.to is not None or compiled.to_by is not None:
+            if compiled.moves:
                 self._move(ctx, compiled)
             if compiled.reject is not None:
                 return self._reject(ctx, compiled)
             if compiled.produce is not None:
-                return compiled.produce(ctx)
+                result = compiled.produce(ctx)
+                if compiled.commits:
+                    install(ctx)
+                return result
             if compiled.raise_code is not None:
                 raise spec_error(compiled.raise_code)
+            if compiled.commits:
+                install(ctx)
             return _NEXT
         return _NEXT
 
@@ -206,25 +305,29 @@ class Machine:
 
     @staticmethod
     def _move(ctx: Context, compiled: CompiledRow) -> None:
-        run = ctx.closure._run
-        assert run is not None, "a row with a target fires only while a generation exists"
         target = compiled.to if compiled.to is not None else compiled.to_by(ctx)  # type: ignore[misc]
         if target not in compiled.allowed:
             raise spec_error("illegal_transition", operation=compiled.row.op, state=target)
-        run.state = target
+        draft_of(ctx).state = target  # the draft: installed with the rest of the commit
 
     @staticmethod
     def _reject(ctx: Context, compiled: CompiledRow) -> Rejection:
         # _check_contexts: only handle operations reject, and only settle names its call id.
-        ctx = cast(HandleContext, ctx)
-        closure = ctx.closure
-        reason = compiled.reject
+        assert compiled.reject is not None
         call_id = cast(SettleContext, ctx).call_id if compiled.reject_call_id else None
         observed = compiled.observed(ctx) if compiled.observed is not None else None
-        diagnostics = closure._diagnostics
-        if len(diagnostics) < closure._limits.max_diagnostics:
-            diagnostics.append(Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
-        return Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
+        return record_rejection(cast(HandleContext, ctx), compiled.reject, call_id, observed)
+
+
+def record_rejection(ctx: HandleContext, reason: str, call_id: str | None, observed: str | None) -> Rejection:
+    """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`.
+
+    Shared by the walk and the compiled operations.
+    """
+    # Both values are built before the one write (the append), so an exception changes nothing.
+    rejection = Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
+    install_diagnostic(ctx.closure, Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
+    return rejection
 
 
 def _state_name(closure: Instance) -> str:
@@ -232,7 +335,7 @@ def _state_name(closure: Instance) -> str:
     return run.state if run is not None else "none"
 
 
-def _compile_row(row: Row) -> CompiledRow:
+def _compile_row(row: Row, table: Table) -> CompiledRow:
     result = row.result
     return CompiledRow(
         row=row,
@@ -246,6 +349,8 @@ def _compile_row(row: Row) -> CompiledRow:
         observed=sem.OBSERVED[result.observed] if result is not None and result.observed is not None else None,
         raise_code=result.name if result is not None and result.kind == "raise" else None,
         produce=sem.RESULTS[result.name] if result is not None and result.kind == "return" else None,
+        moves=bool(row.to) or row.to_by is not None,
+        commits=row_commits(table, row),
     )
 
 

@@ -57,6 +57,8 @@ from tool_call_closure.machine.context import (
     MachineView,
     Run,
     SettleContext,
+    SnapshotRecord,
+    draft_of,
 )
 from tool_call_closure.values import (
     COMPLETE,
@@ -222,17 +224,26 @@ def handle_not_current(ctx: HandleContext) -> bool:
     return run is None or ctx.handle is not run.handle
 
 
+# The settle path's guards and commit read the run inline (not through _run()): they run on every
+# settlement, and one call less each keeps the settle loop as fast as it was before I9's bookkeeping.
+
+
 def call_unknown(ctx: SettleContext) -> bool:
-    return ctx.call_id not in _run(ctx).index
+    run = ctx.closure._run
+    assert run is not None
+    return ctx.call_id not in run.index
 
 
 def call_not_pending(ctx: SettleContext) -> bool:
-    run = _run(ctx)
+    run = ctx.closure._run
+    assert run is not None
     return run.calls[run.index[ctx.call_id]].state != ctx.closure._machine.initial_call_state
 
 
 def has_pending_calls(ctx: Context) -> bool:
-    return _run(ctx).pending > 0
+    # Counted, not read from a stored counter: no interrupted commit can leave a count stale.
+    pending = ctx.closure._machine.initial_call_state
+    return any(call.state == pending for call in _run(ctx).calls)
 
 
 def generation_changed(ctx: BeginContext) -> bool:
@@ -241,14 +252,26 @@ def generation_changed(ctx: BeginContext) -> bool:
 
 def snapshot_foreign(ctx: ExportContext) -> bool:
     # Identity only: id() and `is` never run caller code, so a forged object is refused unread.
-    candidate = ctx.snapshot_arg
-    produced = ctx.closure._registry.get(id(candidate))
-    return produced is None or produced is not candidate
+    return record_of(ctx.closure, ctx.snapshot_arg) is None
 
 
 def snapshot_open(ctx: ExportContext) -> bool:
-    snapshot = cast(Snapshot, ctx.snapshot_arg)  # asked after snapshot_foreign: one this instance produced
-    return not snapshot.closed
+    # Asked after snapshot_foreign; read from the instance's own record, never from the argument.
+    record = record_of(ctx.closure, ctx.snapshot_arg)
+    assert record is not None
+    return not record.snapshot.closed
+
+
+def record_of(closure: Instance, candidate: object) -> SnapshotRecord | None:
+    """The instance's record of ``candidate`` if it is, by identity, a snapshot this instance handed out."""
+    key = id(candidate)
+    produced = closure._registry.get(key)
+    if produced is None or produced is not candidate:
+        return None
+    record = closure._records.get(key)
+    if record is None or record() is not candidate:
+        return None
+    return record
 
 
 # --------------------------------------------------------------------------- prepare / normalize effects
@@ -433,91 +456,114 @@ def _close_calls(machine: MachineView, run: Run, reason: CloseReason, event: str
         side_effect_state=reason.side_effect_state,
     )
     pending = machine.initial_call_state
-    calls = run.calls
+    calls = run.calls  # the draft's own list: the installed run is not touched
     for position, call in enumerate(calls):
         if call.state == pending:
             calls[position] = machine.apply_call_event(call, event, settlement)
-    run.pending = sum(1 for call in calls if call.state == pending)
 
 
 def supersede(ctx: BeginContext) -> None:
     closure = ctx.closure
     machine = closure._machine
-    run = _run(ctx)
+    closed = draft_of(ctx)  # the superseded generation, closed aside; the new run replaces it at install
     status = machine.effect_run_to["supersede"]
     texts = machine.texts
     reason = CloseReason(status, texts["superseded_code"], closure._superseded_message, "unknown")  # type: ignore[arg-type]
-    _close_calls(machine, run, reason, machine.call_event("supersede", status))
-    run.close_reason = reason
-    run.state = status
-    ctx.superseded = take_snapshot(closure)  # before the generation number changes (SUP-3)
+    _close_calls(machine, closed, reason, machine.call_event("supersede", status))
+    closed.close_reason = reason
+    closed.state = status
+    ctx.superseded = take_snapshot(closure, closed)  # before the generation number changes (SUP-3)
 
 
 def start_generation(ctx: BeginContext) -> None:
     closure = ctx.closure
-    closure._generation += 1
-    generation = closure._generation
+    generation = closure._generation + 1  # the counter is the installed run's: it moves at install, not here
     pending = closure._machine.initial_call_state
     validated = ctx.validated
     calls = [CallSnapshot(call_id, name, pending, None) for call_id, name in validated]  # type: ignore[arg-type]
     index = {call_id: position for position, (call_id, _name) in enumerate(validated)}
-    closure._diagnostics = []
-    closure._run = Run(generation, BatchHandle(generation), calls, index)
+    ctx.draft = Run(generation, BatchHandle(generation), calls, index, [])  # fresh diagnostics (DIAG-2)
 
 
 def record_settlement(ctx: SettleContext) -> None:
     machine = ctx.closure._machine
-    run = _run(ctx)
+    run = ctx.closure._run
+    assert run is not None
     settlement = ctx.settlement
     assert settlement is not None
     position = run.index[ctx.call_id]
     call = machine.apply_call_event(
         run.calls[position], machine.call_event("record_settlement", settlement.status), settlement
     )
-    run.calls[position] = call
-    if call.state != machine.initial_call_state:
-        run.pending -= 1
+    ctx.staged_call = (position, call)  # installed as one list-item assignment
 
 
 def synthesize_pending(ctx: CloseContext) -> None:
     machine = ctx.closure._machine
     reason = ctx.close_reason
     assert reason is not None
-    _close_calls(machine, _run(ctx), reason, machine.call_event("synthesize_pending", reason.status))
+    _close_calls(machine, draft_of(ctx), reason, machine.call_event("synthesize_pending", reason.status))
 
 
 def record_close_reason(ctx: CloseContext) -> None:
-    _run(ctx).close_reason = ctx.close_reason
+    draft_of(ctx).close_reason = ctx.close_reason
 
 
 def record_complete(ctx: Context) -> None:
-    _run(ctx).close_reason = COMPLETE
+    draft_of(ctx).close_reason = COMPLETE
 
 
 def render_payload(ctx: ExportContext) -> None:
-    snapshot = cast(Snapshot, ctx.snapshot_arg)  # snapshot_foreign refused everything else
-    ctx.payload = ctx.renderer(snapshot)
+    # The instance's own record of the snapshot (snapshot_foreign refused everything else): the
+    # argument is never read, so nothing done to it, and no caller code, reaches the payload.
+    record = record_of(ctx.closure, ctx.snapshot_arg)
+    assert record is not None
+    ctx.payload = ctx.renderer(record.snapshot)  # a new list of new items on every export (ADP-4)
 
 
 # --------------------------------------------------------------------------- results
 
 
-def take_snapshot(closure: Instance) -> Snapshot:
-    run = closure._run
+def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
+    """A snapshot of ``run`` (default: the installed run): a new view, and the instance's own record of it.
+
+    The record is a snapshot only the instance holds; the view handed out is
+    a new snapshot object (:func:`view_of`), so nothing done to the view's
+    fields reaches what exports render.  Both are registered before the commit installs
+    anything; a registration of a snapshot that is never returned is
+    unobservable (nobody holds the view, and the entry goes with it).
+    """
+    if run is None:
+        run = closure._run
     assert run is not None
-    snapshot = Snapshot(
+    record_snapshot = Snapshot(
         run.generation,
         run.state in closure._machine.closed,
         run.close_reason,
         tuple(run.calls),
-        tuple(closure._diagnostics),
+        tuple(run.diagnostics),
     )
-    closure._registry[id(snapshot)] = snapshot  # the identity registry exports consult (SNAP-5)
-    return snapshot
+    view = view_of(record_snapshot)
+    key = id(view)
+    closure._records[key] = SnapshotRecord(view, record_snapshot, closure._records)
+    closure._registry[key] = view  # the identity registry exports consult (SNAP-5)
+    return view
+
+
+def view_of(snapshot: Snapshot) -> Snapshot:
+    """The object handed out for the record ``snapshot``: a new snapshot with the same (immutable) contents.
+
+    Its own fields are the caller's to break (``object.__setattr__``); the
+    record's are not, and exports read only the record.  The call records,
+    settlements and diagnostics inside are frozen values shared with the
+    record, as snapshots always share them (I3): copying them per snapshot
+    would cost two objects per call on every snapshot.
+    """
+    return Snapshot(snapshot.generation, snapshot.closed, snapshot.close_reason, snapshot.calls, snapshot.diagnostics)
 
 
 def _begin_result(ctx: BeginContext) -> BeginResult:
-    run = _run(ctx)
+    run = ctx.draft if ctx.draft is not None else _run(ctx)
     return BeginResult(run.generation, run.handle, ctx.superseded)
 
 
@@ -528,7 +574,7 @@ def _accepted(ctx: SettleContext) -> Accepted:
 
 
 def _snapshot(ctx: Context) -> Snapshot:
-    return take_snapshot(ctx.closure)
+    return take_snapshot(ctx.closure, ctx.draft)
 
 
 def _null(ctx: Context) -> None:

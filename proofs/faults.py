@@ -1,0 +1,141 @@
+"""Fault injection: raise an exception at the k-th point of an operation's locked segments.
+
+Theory of operation
+-------------------
+A commit must take effect as one step (spec/README.md §14, invariant I9):
+whatever exception lands while an operation holds the instance's lock —
+``RecursionError`` with the stack nearly exhausted, ``MemoryError``,
+``KeyboardInterrupt``, an exception a signal handler raises — the instance is
+left either exactly as it was (no generation number consumed) or, if the
+exception landed after the one installing assignment, exactly as the
+operation completes it.  Never half-written.
+
+:func:`run_with_fault` runs one operation under ``sys.settrace`` with opcode
+events and raises :class:`InjectedFault` at the k-th *point*: an opcode
+executed in any Python frame while the instance's lock is held (the effects,
+guards, results, snapshot building, value constructors, the standard
+library's ``weakref`` code the registry runs), except inside
+``install`` (a check and the one assignment: the atomic step itself) and
+the frames of the lock plumbing (``Machine.run_locked`` for the compiled
+operations, ``Machine.walk`` for the row walk, and ``Machine.run``, which
+only dispatches), whose safety rests on
+there being no interpreter check between acquiring the lock and entering
+``try``, not on surviving an exception at every opcode; the rows they fire
+run in frames of their own (the generated segment functions, or ``_fire``),
+which are traced.  Opcode granularity is finer than real
+asynchronous exceptions, which the interpreter delivers only at calls and
+backward jumps, and covers every ``MemoryError`` an allocation can raise.
+
+The result says whether the fault fired and whether :func:`install
+<tool_call_closure.machine.context.install>` had already run when it did; the
+checkers (``tests/test_stateful.py``, ``proofs/bfs_check.py --faults``,
+``tests/test_reliability.py``) compare the state after the fault with the
+state before (install not reached) or with the state a clean run of the same
+operation reaches (install done).  Sweeping k = 1, 2, … until the fault no
+longer fires injects at every point of every commit.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import tool_call_closure
+
+__all__ = ["FaultRun", "InjectedFault", "run_with_fault", "sweep"]
+
+_PACKAGE = tool_call_closure.__file__.rsplit("/", 1)[0]
+_LOCK_PLUMBING = frozenset({"run", "walk", "run_locked"})  # the compiled path, the walk, their lock segment
+_INSTALLS = frozenset({"install", "install_diagnostic"})  # the one-assignment steps of machine/context.py
+
+
+class InjectedFault(BaseException):
+    """The exception raised at the chosen point."""
+
+
+@dataclass
+class FaultRun:
+    """What one faulted run did."""
+
+    fired: bool  # the fault was raised (k was within the operation's points)
+    installed: bool  # install() had returned before the fault was raised
+    points: int  # points counted (all of them, when the fault did not fire)
+    result: Any = None
+    error: BaseException | None = None
+
+
+def _traced(frame: types.FrameType) -> bool:
+    """Every frame but the lock plumbing (points are only counted while the lock is held)."""
+    code = frame.f_code
+    return not (code.co_filename.startswith(_PACKAGE) and code.co_filename.endswith("interpreter.py")
+                and code.co_name in _LOCK_PLUMBING)  # fmt: skip
+
+
+def _is_install(frame: types.FrameType) -> bool:
+    return frame.f_code.co_name in _INSTALLS and frame.f_code.co_filename.endswith("context.py")
+
+
+def run_with_fault(
+    closure: Any,
+    operation: Callable[[], Any],
+    k: int,
+    make: Callable[[], BaseException] = lambda: InjectedFault("injected"),
+) -> FaultRun:
+    """Run ``operation`` and raise ``make()`` at the k-th point (1-based) while ``closure``'s lock is held."""
+    lock = closure._lock
+    state = FaultRun(fired=False, installed=False, points=0)
+
+    def installing(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "return":
+            state.installed = True
+        return installing
+
+    def local(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event != "opcode" or state.fired or not lock.locked():
+            return local
+        state.points += 1
+        if state.points == k:
+            state.fired = True
+            raise make()
+        return local
+
+    def global_(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event != "call" or not _traced(frame):
+            return None
+        if _is_install(frame):
+            return installing  # the one assignment: atomic by design, so no point inside it
+        frame.f_trace_opcodes = True
+        return local
+
+    previous = sys.gettrace()
+    sys.settrace(global_)
+    try:
+        state.result = operation()
+    except BaseException as exc:  # noqa: BLE001 - the injected fault, or whatever it turned into
+        state.error = exc
+    finally:
+        sys.settrace(previous)
+    return state
+
+
+def sweep(
+    prepare: Callable[[], tuple[Any, Callable[[], Any]]],
+    check: Callable[[Any, FaultRun], None],
+    *,
+    limit: int = 100_000,
+    make: Callable[[], BaseException] = lambda: InjectedFault("injected"),
+) -> int:
+    """Inject at every point: for k = 1, 2, … build a fresh (closure, operation), fault it, check it.
+
+    Stops at the first k whose fault does not fire; returns the number of faults injected.
+    """
+    for k in range(1, limit + 1):
+        closure, operation = prepare()
+        run = run_with_fault(closure, operation, k, make)
+        if not run.fired:
+            return k - 1
+        check(closure, run)
+    raise AssertionError(f"more than {limit} injection points")

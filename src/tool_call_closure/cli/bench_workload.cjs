@@ -1,0 +1,36 @@
+// The shared benchmark workload on the JavaScript original (run by `tool-call-closure bench`).
+//
+//   node bench_workload.cjs INDEX_CJS N ROUNDS WARMUP SETTLE_SECONDS
+//
+// lifecycle: WARMUP untimed rounds, then ROUNDS timed rounds of
+//   begin N calls {id: "call_<i>", name: "tool_<i % 7>"};
+//   succeed every call whose index is not a multiple of 10 with {i, ok: true, text: "x" * 64};
+//   close {status: "cancelled", code: "timeout", message: "deadline"};
+//   export the closed snapshot to all three provider formats.
+// settle loop: for SETTLE_SECONDS, begin the same N calls and succeed each once with "ok".
+// Written as ../shared/bench/js_seed_bench.cjs writes it (ids built in the loop), so both sides do the same work.
+// Prints one JSON line: {N, rounds_per_s, calls_per_s, settle_loop_calls_per_s}.
+'use strict';
+const [index, nArg, roundsArg, warmupArg, secondsArg] = process.argv.slice(2);
+const { createToolCallClosure } = require(index);
+const N = Number(nArg), ROUNDS = Number(roundsArg), WARMUP = Number(warmupArg), SECONDS = Number(secondsArg);
+const calls = Array.from({ length: N }, (_, i) => ({ id: `call_${i}`, name: `tool_${i % 7}` }));
+function round(c) {
+  const { handle } = c.begin(calls);
+  for (let i = 0; i < N; i++) if (i % 10) c.succeed(handle, `call_${i}`, { i, ok: true, text: 'x'.repeat(64) });
+  const s = c.close(handle, { status: 'cancelled', code: 'timeout', message: 'deadline' });
+  c.toOpenAIChatCompletions(s); c.toOpenAIResponses(s); c.toAnthropicToolResults(s);
+}
+const c = createToolCallClosure();
+for (let i = 0; i < WARMUP; i++) round(c);
+let t = process.hrtime.bigint();
+for (let i = 0; i < ROUNDS; i++) round(c);
+const secs = Number(process.hrtime.bigint() - t) / 1e9;
+t = process.hrtime.bigint();
+let settles = 0;
+while (Number(process.hrtime.bigint() - t) < SECONDS * 1e9) {
+  const { handle } = c.begin(calls);
+  for (let i = 0; i < N; i++) { c.succeed(handle, `call_${i}`, 'ok'); settles++; }
+}
+const s2 = Number(process.hrtime.bigint() - t) / 1e9;
+console.log(JSON.stringify({ N, rounds_per_s: ROUNDS / secs, calls_per_s: (ROUNDS * N) / secs, settle_loop_calls_per_s: settles / s2 }));

@@ -1,0 +1,57 @@
+"""``tool-call-closure bench --quick``: the benchmark's smoke run (what it measures, not how fast)."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+from tool_call_closure.cli.bench import EXPORTS, NODE_WORKLOAD, QUICK, locate_node_original, memory_per_call, run_suite
+from tool_call_closure.cli.main import main
+
+
+def test_the_quick_bench_writes_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    text = io.StringIO()
+    with redirect_stdout(text), redirect_stderr(io.StringIO()):
+        assert main(["bench", "--quick", "--out", str(out)]) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert set(results["workload"]) == {"10", "100"}
+    for entry in results["workload"].values():
+        for kind in ("lifecycle", "settle_loop"):
+            reference = entry[kind]["reference"]
+            assert reference["min"] <= reference["median"] <= reference["max"]
+            assert len(reference["samples"]) == QUICK.repeats
+            if locate_node_original() is not None:  # the original runs in the same run, and a ratio is given
+                assert entry[kind]["ratio"] == reference["median"] / entry[kind]["original"]["median"]
+    assert results["settle_cost"]["ratio_1000_to_10"] > 0
+    for costs in results["operations"].values():
+        assert set(costs) == {"snapshot", "close", *EXPORTS}
+    for subject in ("in_process", "subprocess"):
+        conformance = results["conformance"][subject]
+        assert conformance["not_passed"] == 0  # every vector passes in both, so the steps counted are real steps
+        assert conformance["steps"] > 1000
+    printed = text.getvalue()
+    assert "| N | lifecycle calls/s" in printed
+    assert "conformance runner:" in printed
+    assert f"results: {out}" in printed
+
+
+def test_the_node_workload_ships_with_the_package() -> None:
+    script = NODE_WORKLOAD.read_text(encoding="utf-8")
+    assert "settle_loop_calls_per_s" in script
+    assert "'x'.repeat(64)" in script  # the lifecycle's content, as the shared workload defines it
+
+
+def test_the_bench_without_node_reports_no_ratio() -> None:
+    results = run_suite(QUICK, node=False, sizes=(10,), log=lambda _message: None)
+    assert results["machine"]["original"] is None
+    assert "ratio" not in results["workload"]["10"]["lifecycle"]
+
+
+def test_memory_is_measured_per_call() -> None:
+    memory = memory_per_call(200)
+    # A call record and its index entry take tens of bytes at least; a retained result holds its text.
+    assert memory["bytes_per_announced_call"] > 50
+    assert memory["bytes_per_retained_result"] > 64

@@ -1,0 +1,185 @@
+"""The compiled table (machine/compiler.py) against the generic row walk, its oracle.
+
+``Machine.run`` executes the Python code the table is compiled to;
+``Machine.walk`` walks the rows.  These tests hold the two to the same
+behaviour on every vector and on every step the bounded model check reaches,
+pin that the emitted source is exactly what runs, and that a modified table
+changes the generated code and what it does.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import traceback
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tables import closure_for, modified, row
+from tool_call_closure import UsageError, create_tool_call_closure, to_json
+from tool_call_closure.cli.main import main
+from tool_call_closure.conformance.subject import InProcessSubject
+from tool_call_closure.conformance.vectors import load_vectors
+from tool_call_closure.machine.compiler import generate_source, python_name
+from tool_call_closure.machine.context import Context
+from tool_call_closure.machine.interpreter import MACHINE, Machine
+from tool_call_closure.machine.table import TABLE
+
+PROOFS = Path(__file__).resolve().parents[1] / "proofs"
+
+
+class WalkingMachine(Machine):
+    """The same table, every operation answered by the generic row walk."""
+
+    __slots__ = ()
+
+    def run(self, op: str, ctx: Context) -> Any:
+        return self.walk(op, ctx)
+
+
+WALK = WalkingMachine(TABLE)
+
+
+def _transcript(machine: Machine, steps: list[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:
+    """Per step: the exact response lines and the row ids that fired."""
+    trace: list[str] = []
+    subject = InProcessSubject(machine, trace)
+    out: list[tuple[list[str], list[str]]] = []
+    for step in steps:
+        trace.clear()
+        subject.send(step["request"])
+        out.append((subject.raw_lines(), list(trace)))
+    return out
+
+
+@pytest.mark.parametrize("vector", load_vectors(), ids=lambda v: v.id)
+def test_compiled_and_walked_tables_agree_on_every_vector(vector: Any) -> None:
+    compiled = _transcript(Machine(TABLE), vector.steps)
+    walked = _transcript(WALK, vector.steps)
+    assert compiled == walked
+
+
+def test_the_vectors_fire_every_row_through_the_compiled_path() -> None:
+    fired = {
+        row_id
+        for vector in load_vectors()
+        for _lines, rows in _transcript(Machine(TABLE), vector.steps)
+        for row_id in rows
+    }
+    assert fired == {r.id for r in TABLE.transitions}
+
+
+def test_compiled_and_walked_tables_agree_on_every_bfs_reachable_step() -> None:
+    """Every transition the bounded model check explores, replayed on the walk from the same state."""
+    sys.path.insert(0, str(PROOFS))
+    try:
+        import _explore as ex
+    finally:
+        sys.path.remove(str(PROOFS))
+
+    bounds = ex.Bounds(calls=2, generations=2)
+    compared = [0]
+
+    def digest(outcome: Any, obs: Any) -> tuple[Any, ...]:
+        error = outcome.error
+        result = None if error is not None else (type(outcome.result).__name__, to_json(outcome.result))
+        failure = None if error is None else (type(error).__name__, str(error))
+        state = (obs.generation, obs.state, obs.calls, obs.close_reason, obs.diagnostics, obs.pending)
+        return result, failure, tuple(outcome.trace or ()), state
+
+    def visit(view: Any, _before: Any, action: Any, _after_world: Any, after: Any, outcome: Any) -> str | None:
+        twin = view.clone()
+        twin.closure._use_machine(WALK)
+        walked = ex.perform(twin, action, bounds, trace=True)
+        assert walked is not None
+        compared[0] += 1
+        if digest(outcome, after) != digest(walked, ex.observe(twin)):
+            return f"compiled and walked tables disagree on {action}"
+        return None
+
+    stats, violation = ex.explore(MACHINE, bounds, visit, lambda _obs: None, trace=True)
+    assert violation is None, (violation.message, violation.path) if violation else None
+    assert compared[0] == stats.transitions > 1000
+    assert stats.rows == {r.id for r in TABLE.transitions}, "every row fired on the compiled path"
+
+
+def test_emit_python_prints_the_source_that_runs() -> None:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["table", "--emit-python"]) == 0
+    source = out.getvalue()
+    assert source == MACHINE.source == generate_source(TABLE)
+    compile(source, "<emitted>", "exec")  # it is valid Python on its own
+    for op, function in MACHINE.operations.items():
+        assert function.__name__ == f"run_{op}"
+        assert function.__code__.co_filename.startswith("<tool-call-closure machine ")
+    assert set(MACHINE.operations) == set(TABLE.operations)
+    for r in TABLE.transitions:  # every row is rendered (its id is what tracing records)
+        assert repr(r.id) in source
+
+
+def test_an_operation_runs_through_the_generated_code() -> None:
+    c = create_tool_call_closure()
+    with pytest.raises(UsageError) as info:
+        c.begin("not a list")
+    frames = traceback.extract_tb(info.value.__traceback__)
+    generated = [f for f in frames if f.filename.startswith("<tool-call-closure machine ")]
+    assert [f.name for f in generated] == ["run_begin"]
+    assert generated[0].line == "effect_validate_calls(ctx)"  # linecache shows the generated line
+
+
+def test_a_modified_table_changes_the_generated_code_and_what_runs() -> None:
+    # settle.admit.closed no longer applies to cancelled: a late result passes admission, is normalized,
+    # and the recheck rejects it (as tests/test_table.py shows for the behaviour; here through the generated code).
+    table = modified(lambda raw: row(raw, "settle.admit.closed").update({"from": ["complete", "error"]}))
+    machine = Machine(table)
+    assert machine.source != MACHINE.source
+    assert "elif state in ('complete', 'error'):" in machine.source
+    closure = closure_for(table)
+    trace: list[str] = []
+    closure._trace = trace
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    closure.close(handle)
+    trace.clear()
+    late = closure.succeed(handle, "a", "late")
+    assert (late.reason, late.observed_status) == ("run_closed", "success")
+    assert trace == ["settle.prepare.read", "settle.normalize.outcome", "settle.recheck.closed"]
+
+
+def test_python_names_keep_kinds_apart() -> None:
+    assert python_name("target", "reason.status") == "target_reason_status"
+    assert python_name("guard", "x") != python_name("effect", "x")
+
+
+def test_row_ids_are_never_code_in_the_generated_source() -> None:
+    def change(raw: dict[str, Any]) -> None:
+        row(raw, "seal.commit.seal")["id"] = "seal.commit.seal\nraise SystemExit('injected')"
+        raw["version"] = '1.0.0"""\nraise SystemExit("injected")\n"""'
+
+    table = modified(change)  # the validator accepts any string as a row id or a version
+    machine = Machine(table)
+    assert "\nraise SystemExit(" not in machine.source
+    closure = closure_for(table)
+    handle = closure.begin([]).handle
+    assert closure.seal(handle).closed
+
+
+def test_the_trace_of_a_lifecycle_is_the_same_compiled_and_walked() -> None:
+    traces = []
+    for machine in (MACHINE, WALK):
+        from tool_call_closure.closure import _closure_with_machine
+
+        c = _closure_with_machine(machine)
+        c._trace = []
+        h = c.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]).handle
+        c.succeed(h, "a", {"x": 1})
+        c.succeed(h, "a", "again")
+        snap = c.close(h, {"status": "error"})
+        c.to_anthropic_tool_results(snap)
+        traces.append((c._trace, json.loads(to_json(c.snapshot()))))
+    assert traces[0] == traces[1]
+    assert "settle.admit.duplicate" in traces[0][0]
