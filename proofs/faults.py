@@ -48,7 +48,9 @@ import tool_call_closure
 __all__ = ["FaultRun", "InjectedFault", "run_with_fault", "sweep"]
 
 _PACKAGE = tool_call_closure.__file__.rsplit("/", 1)[0]
-_LOCK_PLUMBING = frozenset({"run", "walk", "run_locked"})  # the compiled path, the walk, their lock segment
+# The interpreter's methods that acquire the lock: Machine.run here, and the names a compiled fast
+# path gives the same shape (Machine.run_locked, Machine.walk); a name absent from a build is harmless.
+_LOCK_PLUMBING = frozenset({"run", "run_locked", "walk"})
 _INSTALLS = frozenset({"install", "install_diagnostic"})  # the one-assignment steps of machine/context.py
 
 
