@@ -178,3 +178,42 @@ def test_next_requests_built_from_sdk_objects_validate() -> None:
     closure, snapshot = closed(anthropic.ingest(sdk_message).calls)
     for param in anthropic.next_messages(sdk_message, closure.to_anthropic_tool_results(snapshot)):
         TypeAdapter(MessageParam).validate_python(param, strict=True)
+
+
+def test_ADP_5_error_text_is_rendered_once_per_settlement_not_once_per_export(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure import ToolCallClosure
+    from tool_call_closure.providers import result_text as module
+
+    rendered: list[object] = []
+    real = module.json_stringify
+
+    def counting(value: object, *args: Any) -> str:
+        rendered.append(value)
+        return real(value, *args)
+
+    monkeypatch.setattr(module, "json_stringify", counting)
+    monkeypatch.setattr(module, "_error_texts", {})
+    closure = ToolCallClosure()
+    batch = closure.begin([{"id": f"c{i}", "name": "t"} for i in range(6)])
+    closure.succeed(batch.handle, "c0", "ok")
+    closure.fail(batch.handle, "c1", "first")
+    closure.fail(batch.handle, "c2", "second")
+    snapshot = closure.close(batch.handle, {"message": "shared by the three pending calls"})
+    chat = closure.to_openai_chat_completions(snapshot)
+    responses = closure.to_openai_responses(snapshot)
+    anthropic = closure.to_anthropic_tool_results(snapshot)
+    assert len(rendered) == 3  # two reported failures and one synthetic settlement shared by c3..c5
+    assert [m["content"] for m in chat] == [r["output"] for r in responses] == [b["content"] for b in anthropic]
+    assert chat[3]["content"] == chat[5]["content"]
+    assert '"message":"second"' in chat[2]["content"]
+
+
+def test_ADP_5_the_error_text_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure.providers import result_text as module
+    from tool_call_closure.values import Settlement
+
+    monkeypatch.setattr(module, "_error_texts", {})
+    for i in range(module._CACHE_SIZE * 2 + 5):
+        text = module.result_text(Settlement("error", "reported", code="tool_error", message=f"m{i}"))
+        assert text == f'{{"error":{{"code":"tool_error","message":"m{i}"}}}}'
+    assert len(module._error_texts) <= module._CACHE_SIZE
