@@ -29,7 +29,7 @@ from dataclasses import field as dataclass_field
 from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import arguments_text, field, items, parse_arguments
+from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
 from tool_call_closure.providers.sdk_types import (
     AnthropicContentBlockParam,
@@ -158,11 +158,7 @@ class AnthropicStream:
 
     def finish(self) -> Ingested:
         """Every call of the stream, in order; a block never stopped carries a ``problem``."""
-        cause = (
-            "the stream ended before this call was complete"
-            if self._stop is None
-            else f"the message stopped ({self._stop}) before this call was complete"
-        )
+        cause = incomplete_problem(self._stop)
         calls = [
             partial.done
             if partial.done is not None

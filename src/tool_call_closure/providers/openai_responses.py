@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import field, items, parse_arguments
+from tool_call_closure.providers.reading import field, incomplete_problem, items, parse_arguments
 from tool_call_closure.providers.result_text import result_text
 from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
 from tool_call_closure.values import Snapshot
@@ -159,11 +159,7 @@ class ResponsesStream:
 
     def finish(self) -> Ingested:
         """Every call of the stream, in order; a call never completed carries a ``problem``."""
-        cause = (
-            "the stream ended before this call was complete"
-            if self._stop is None
-            else f"the response ended ({self._stop}) before this call was complete"
-        )
+        cause = incomplete_problem(self._stop, "the response ended")
         calls = [
             partial.done
             if partial.done is not None

@@ -26,7 +26,7 @@ from typing import Any, Final, cast
 from tool_call_closure.ecma import json_stringify
 from tool_call_closure.errors import ToolCallClosureError, UsageError
 
-__all__ = ["arguments_text", "field", "items", "parse_arguments"]
+__all__ = ["arguments_text", "field", "incomplete_problem", "items", "parse_arguments"]
 
 _NOT_A_SEQUENCE: Final = (str, bytes, bytearray)
 
@@ -72,3 +72,10 @@ def arguments_text(arguments: object) -> tuple[str, str | None]:
         return json_stringify({} if arguments is None else arguments), None
     except ToolCallClosureError as error:
         return "", f"the arguments have no JSON form ({error})"
+
+
+def incomplete_problem(stop_reason: object, ended: str = "the message stopped") -> str:
+    """The ``problem`` of a streamed call that never completed: the stream was cut, or the model stopped first."""
+    if stop_reason is None:
+        return "the stream ended before this call was complete"
+    return f"{ended} ({stop_reason}) before this call was complete"
