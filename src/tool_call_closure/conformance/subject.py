@@ -166,7 +166,12 @@ class ProcessSubject(Subject):
             stdin.write(_encode(request).encode("utf-8") + b"\n")
             stdin.flush()
         except OSError as exc:
-            raise SubjectError(f"subject closed its input: {exc}") from exc
+            # A subject that already exited closes its input too: name the exit, the more useful fact.
+            try:
+                code = self._process.wait(timeout=min(self.timeout, 1.0))
+            except subprocess.TimeoutExpired:
+                raise SubjectError(f"subject closed its input: {exc}") from exc
+            raise SubjectError(f"subject exited with status {code} before answering ({exc})") from exc
         responses: list[dict[str, Any]] = []
         # The timeout bounds the whole request, however many nested lines the subject writes meanwhile.
         deadline = time.perf_counter() + self.timeout
