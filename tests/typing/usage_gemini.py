@@ -17,7 +17,8 @@ def step(client: genai.Client, history: list[types.ContentDict]) -> None:
     for call in ingested.runnable:
         closure.succeed(batch.handle, call.id, {"ok": True})
     parts = closure.to_gemini_function_responses(closure.close(batch.handle))
-    client.models.generate_content(model="gemini-2.5-flash", contents=[*history, {"role": "user", "parts": parts}])
+    user: types.ContentDict = {"role": "user", "parts": parts}  # exported parts are the SDK's PartDicts
+    client.models.generate_content(model="gemini-2.5-flash", contents=[*history, user])
     client.models.generate_content(
         model="gemini-2.5-flash", contents=[*history, *gemini.next_contents(response, parts)]
     )
