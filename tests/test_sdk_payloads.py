@@ -180,7 +180,7 @@ def test_next_requests_built_from_sdk_objects_validate() -> None:
         TypeAdapter(MessageParam).validate_python(param, strict=True)
 
 
-def test_ADP_5_error_text_is_rendered_once_per_settlement_not_once_per_export(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ADP_5_an_export_renders_each_distinct_settlement_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from tool_call_closure import ToolCallClosure
     from tool_call_closure.providers import result_text as module
 
@@ -192,7 +192,6 @@ def test_ADP_5_error_text_is_rendered_once_per_settlement_not_once_per_export(mo
         return real(value, *args)
 
     monkeypatch.setattr(module, "json_stringify", counting)
-    monkeypatch.setattr(module, "_error_texts", {})
     closure = ToolCallClosure()
     batch = closure.begin([{"id": f"c{i}", "name": "t"} for i in range(6)])
     closure.succeed(batch.handle, "c0", "ok")
@@ -200,20 +199,10 @@ def test_ADP_5_error_text_is_rendered_once_per_settlement_not_once_per_export(mo
     closure.fail(batch.handle, "c2", "second")
     snapshot = closure.close(batch.handle, {"message": "shared by the three pending calls"})
     chat = closure.to_openai_chat_completions(snapshot)
+    assert len(rendered) == 3  # two reported failures and the one synthetic settlement c3..c5 share
     responses = closure.to_openai_responses(snapshot)
     anthropic = closure.to_anthropic_tool_results(snapshot)
-    assert len(rendered) == 3  # two reported failures and one synthetic settlement shared by c3..c5
+    assert len(rendered) == 9
     assert [m["content"] for m in chat] == [r["output"] for r in responses] == [b["content"] for b in anthropic]
-    assert chat[3]["content"] == chat[5]["content"]
+    assert chat[3]["content"] == chat[5]["content"] == module.result_text(snapshot.calls[4].settlement)  # type: ignore[arg-type]
     assert '"message":"second"' in chat[2]["content"]
-
-
-def test_ADP_5_the_error_text_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tool_call_closure.providers import result_text as module
-    from tool_call_closure.values import Settlement
-
-    monkeypatch.setattr(module, "_error_texts", {})
-    for i in range(module._CACHE_SIZE * 2 + 5):
-        text = module.result_text(Settlement("error", "reported", code="tool_error", message=f"m{i}"))
-        assert text == f'{{"error":{{"code":"tool_error","message":"m{i}"}}}}'
-    assert len(module._error_texts) <= module._CACHE_SIZE

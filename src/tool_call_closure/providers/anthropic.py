@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
-from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.result_text import export_texts
 from tool_call_closure.providers.sdk_types import (
     AnthropicContentBlockParam,
     AnthropicMessageParam,
@@ -174,11 +174,12 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
     ``is_error: true`` marks every call that did not succeed; a success has no
     ``is_error`` key at all.
     """
+    text = export_texts()  # a close's shared synthetic settlement is rendered once
     payload: list[dict[str, Any]] = []
     for call in snapshot.calls:
         if call.settlement is None:
             continue
-        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id, "content": result_text(call.settlement)}
+        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id, "content": text(call.settlement)}
         if call.state != "success":
             item["is_error"] = True
         payload.append(item)

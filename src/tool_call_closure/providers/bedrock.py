@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
-from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.result_text import export_texts
 from tool_call_closure.providers.sdk_types import BedrockContentBlock, BedrockMessage
 from tool_call_closure.values import Snapshot
 
@@ -168,11 +168,12 @@ class BedrockStream:
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
     """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call."""
+    text = export_texts()  # a close's shared synthetic settlement is rendered once
     payload: list[dict[str, Any]] = []
     for call in snapshot.calls:
         if call.settlement is None:
             continue
-        tool_result: dict[str, Any] = {"toolUseId": call.id, "content": [{"text": result_text(call.settlement)}]}
+        tool_result: dict[str, Any] = {"toolUseId": call.id, "content": [{"text": text(call.settlement)}]}
         if call.state != "success":
             tool_result["status"] = "error"
         payload.append({"toolResult": tool_result})

@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import field, items, parse_arguments
-from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.result_text import export_texts
 from tool_call_closure.providers.sdk_types import (
     ChatCompletionAssistantMessageParam,
     ChatCompletionMessageParam,
@@ -200,8 +200,9 @@ class ChatStream:
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
     """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order."""
+    text = export_texts()  # a close's shared synthetic settlement is rendered once
     return [
-        {"role": "tool", "tool_call_id": call.id, "content": result_text(call.settlement)}
+        {"role": "tool", "tool_call_id": call.id, "content": text(call.settlement)}
         for call in snapshot.calls
         if call.settlement is not None
     ]

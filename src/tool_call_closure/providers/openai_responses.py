@@ -36,7 +36,7 @@ from typing import Any, Final
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import field, incomplete_problem, items, parse_arguments
-from tool_call_closure.providers.result_text import result_text
+from tool_call_closure.providers.result_text import export_texts
 from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
 from tool_call_closure.values import Snapshot
 
@@ -171,8 +171,9 @@ class ResponsesStream:
 
 def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
     """ADP-4: ``{"type": "function_call_output", "call_id", "output"}`` per decided call, in announcement order."""
+    text = export_texts()  # a close's shared synthetic settlement is rendered once
     return [
-        {"type": "function_call_output", "call_id": call.id, "output": result_text(call.settlement)}
+        {"type": "function_call_output", "call_id": call.id, "output": text(call.settlement)}
         for call in snapshot.calls
         if call.settlement is not None
     ]

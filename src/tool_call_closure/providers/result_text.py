@@ -1,19 +1,19 @@
 """ADP-5: the text a provider payload carries for one call, the same in every format.
 
-Every export of a snapshot carries the same text for a call, and a close gives
-all its pending calls one shared synthetic settlement, so the JSON text of an
-error object is rendered once per distinct settlement and then reused by every
-export (a bounded cache keyed by the frozen settlement's value).
+A close gives all its pending calls one shared synthetic settlement, so an
+export renders the JSON text of each distinct settlement once
+(:func:`export_texts`) instead of once per call.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any
 
 from tool_call_closure.ecma import json_stringify
 from tool_call_closure.values import Settlement
 
-__all__ = ["error_object", "result_text"]
+__all__ = ["error_object", "export_texts", "result_text"]
 
 
 def error_object(settlement: Settlement) -> dict[str, Any]:
@@ -28,18 +28,27 @@ def error_object(settlement: Settlement) -> dict[str, Any]:
     return {"error": error}
 
 
-_CACHE_SIZE: Final = 4096
-_error_texts: dict[Settlement, str] = {}  # settlement (by value) -> its error object's JSON text
-
-
 def result_text(settlement: Settlement) -> str:
     """A success's stored text; for an error or a cancellation, the JSON text of :func:`error_object`."""
     if settlement.status == "success":
         return settlement.content  # type: ignore[return-value]
-    text = _error_texts.get(settlement)
-    if text is None:
-        text = json_stringify(error_object(settlement))
-        if len(_error_texts) >= _CACHE_SIZE:
-            _error_texts.clear()  # bounded: a burst of distinct failures costs a re-render, never memory
-        _error_texts[settlement] = text
+    return json_stringify(error_object(settlement))
+
+
+def export_texts() -> Callable[[Settlement], str]:
+    """:func:`result_text` for one export: each distinct settlement object is rendered once.
+
+    Keyed by identity, which is stable for the length of one export: the
+    snapshot being rendered holds every settlement alive.  Nothing outlives the
+    export, so memory stays bounded by the snapshot.
+    """
+    texts: dict[int, str] = {}
+
+    def text(settlement: Settlement) -> str:
+        key = id(settlement)
+        found = texts.get(key)
+        if found is None:
+            found = texts[key] = result_text(settlement)
+        return found
+
     return text
