@@ -30,7 +30,9 @@ Lines ``<file>:<line>: <info|error>: <text>``, one per contract result:
   (``Error while evaluating post condition: ...``); at a line of the function (or its ``def``
   line) for an exception in the body;
 * ``info: Unable to meet precondition.`` at a ``pre:`` line — no input got past the
-  preconditions, so nothing was checked (CrossHair still exits 0): **VACUOUS**;
+  preconditions, so nothing was checked (CrossHair still exits 0): **VACUOUS**.  The functions
+  with a vacuous contract are checked once more with four times the budget (a loaded machine
+  can starve the search); only a contract vacuous again is reported VACUOUS;
 * import errors and crashes: a traceback on stderr and exit code 2.
 
 Every contract of a function is analysed separately, but CrossHair prints its lines only at
@@ -522,6 +524,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall_limit = 120 + 4 * args.timeout * count
     command, run = run_crosshair(contracts_path, args.plugin.resolve(), args.timeout, wall_limit, targets)
     attribute(functions, contracts_path, run)
+    # A precondition CrossHair could not meet within the budget may only need more time (a loaded machine):
+    # the functions with a vacuous contract are checked once more with four times the budget, and only a
+    # contract vacuous again counts as vacuous.
+    vacuous = [fn for fn in functions if any(c.status == VACUOUS for c in fn.contracts)]
+    if vacuous and not run.problems:
+        for fn in vacuous:
+            for c in fn.contracts:
+                c.status, c.detail, c.where = NO_RESULT, "", 0
+        retry_timeout = 4 * args.timeout
+        _, retry = run_crosshair(
+            contracts_path,
+            args.plugin.resolve(),
+            retry_timeout,
+            120 + 4 * retry_timeout * sum(len(fn.contracts) for fn in vacuous),
+            [f"{contracts_path}:{fn.first}" for fn in vacuous],
+        )
+        attribute(vacuous, contracts_path, retry)
+        print(f"re-checked {', '.join(fn.name for fn in vacuous)} with --per_condition_timeout={retry_timeout:g}")
+        run.problems.extend(retry.problems)
+        run.seconds += retry.seconds
     refuted = [c for fn in functions for c in fn.contracts if c.status == REFUTED]
     if refuted and not args.no_replay:
         try:
