@@ -216,6 +216,10 @@ class Context:
     ``draft`` is the new :class:`Run` a commit builds aside and ``staged_call``
     the one ``(position, call record)`` a settlement writes; :func:`install`
     puts either in place with one assignment, after the result is built.
+
+    Each subclass sets every slot, its bases' included, in its own
+    ``__init__`` instead of calling ``super().__init__``: a context is built
+    on every operation, and one call is measurably cheaper than a chain.
     """
 
     __slots__ = ("closure", "draft", "method", "staged_call")
