@@ -64,7 +64,14 @@ try:
     from tool_call_closure.errors import ToolCallClosureError
     from tool_call_closure.machine.interpreter import MACHINE, Machine
     from tool_call_closure.machine.table import load_table
-    from tool_call_closure.values import CallSnapshot, CloseReason, Diagnostic
+    from tool_call_closure.values import (
+        CallSnapshot,
+        CloseReason,
+        Diagnostic,
+        call_views,
+        close_reason_view,
+        diagnostic_views,
+    )
 except ModuleNotFoundError as exc:  # pragma: no cover - environment problem, reported plainly
     raise SystemExit(
         "proofs: cannot import tool_call_closure; install it (pip install -e .) or set PYTHONPATH=src"
@@ -417,14 +424,15 @@ def observe(world: World, *, copy_held: bool = False) -> Observation:
     run = c._run
     held = (world.held_open, world.held_closed)
     copies = copy.deepcopy(held) if copy_held else ()
+    # The instance's records (plain tuples) are read as the views a snapshot would show (compared by value).
     if run is None:
-        return Observation(c._generation, "none", (), None, tuple(c._diagnostics), None, 0, 0, held, copies)
+        return Observation(c._generation, "none", (), None, diagnostic_views(c._diagnostics), None, 0, 0, held, copies)
     return Observation(
         c._generation,
         run.state,
-        tuple(run.calls),
-        run.close_reason,
-        tuple(c._diagnostics),
+        call_views(run.calls),
+        close_reason_view(run.close_reason),
+        diagnostic_views(c._diagnostics),
         run.handle,
         run.pending,
         run.generation,

@@ -80,7 +80,7 @@ from _model import (
 from tool_call_closure import Accepted, BatchHandle, BeginResult, Rejection, Snapshot
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.interpreter import MACHINE, Machine
-from tool_call_closure.values import CloseReason, Settlement
+from tool_call_closure.values import CloseReason, Settlement, call_views, close_reason_view
 
 # A settlement in the model's vocabulary: (status, provenance, token); a close reason: None, "complete" or
 # (status, token); a call: (state, settlement or None).
@@ -172,8 +172,8 @@ def abstract(world: World, tokens: Tokens, initial: str) -> tuple[Conc, tuple[Sn
         run.state,
         c._generation,
         run.handle.generation,
-        tuple((call.state, tokens.settlement(call.settlement)) for call in run.calls),
-        tokens.close_reason(run.close_reason),
+        tuple((call.state, tokens.settlement(call.settlement)) for call in call_views(run.calls)),
+        tokens.close_reason(close_reason_view(run.close_reason)),
         len(c._diagnostics),
         closed,
     )

@@ -64,7 +64,6 @@ from tool_call_closure import ToolCallClosureError
 from tool_call_closure.ecma import is_blank, json_stringify, number_to_string, truncate_utf8, utf8_length
 from tool_call_closure.machine.interpreter import MACHINE
 from tool_call_closure.machine.semantics import bounded_string, safe_positive_int
-from tool_call_closure.values import CallSnapshot, Settlement
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 MAX_TEXT: Final = 6  # bound on symbolic string lengths (code points)
@@ -445,10 +444,10 @@ def call_event(state: Call, event_index: int) -> str:
     post: state is not Call.PENDING or __return__ == CALL_EVENTS[event_index].partition("_")[2]  # pending-moves
     """
     event = CALL_EVENTS[event_index]
-    record = CallSnapshot("c0", "tool", state.state, None)  # type: ignore[arg-type]
-    settlement = Settlement(event.partition("_")[2], "reported", content="x")  # type: ignore[arg-type]
+    record = ("c0", "tool", state.state, None)  # a call record: (id, name, state, settlement)
+    settlement = (event.partition("_")[2], "reported", "x", None, None, None)  # a settlement record
     try:
-        return MACHINE.apply_call_event(record, event, settlement).state
+        return MACHINE.apply_call_event(record, event, settlement)[2]  # [2]: the state
     except ToolCallClosureError as exc:
         return f"raised:{exc.code}"
 

@@ -159,4 +159,4 @@ def test_every_export_format_of_the_table_is_rendered_by_one_provider_module() -
     formats = {m["format"] for m in TABLE.operations["export"].methods}
     assert set(RENDERERS) == formats
     modules = (openai_chat, openai_responses, anthropic, gemini, bedrock)
-    assert {m.FORMAT: m.render_tool_results for m in modules} == dict(RENDERERS)
+    assert {m.FORMAT: m.render_records for m in modules} == dict(RENDERERS)

@@ -146,12 +146,11 @@ _real_close_calls = _semantics._close_calls
 def _leaky_close_calls(machine, run, reason, event):
     # planted bug: a close whose reason has the default code leaves the last pending call pending
     # (the contracts build closed states with an explicit code, so only the checked operation trips it)
-    pending = [i for i, call in enumerate(run.calls) if call.state == machine.initial_call_state]
+    pending = [i for i, call in enumerate(run.calls) if call[2] == machine.initial_call_state]  # [2]: the state
     _real_close_calls(machine, run, reason, event)
-    if pending and reason.code == reason.status:
-        run.calls[pending[-1]] = run.calls[pending[-1]].__class__(
-            run.calls[pending[-1]].id, run.calls[pending[-1]].name, machine.initial_call_state, None
-        )
+    if pending and reason[1] == reason[0]:  # a close reason record: (status, code, message, side_effect_state)
+        call_id, name, _state, _settlement = run.calls[pending[-1]]
+        run.calls[pending[-1]] = (call_id, name, machine.initial_call_state, None)
 
 
 _semantics._close_calls = _leaky_close_calls

@@ -1080,6 +1080,8 @@ def test_D11_over_the_protocol() -> None:
 
     assert reference(*lines)[2] == failed("Error")
     assert original(*lines)[2] == failed("")
+
+
 # =========================================================================== D18
 
 

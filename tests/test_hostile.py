@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from unittest.mock import NonCallableMock
 
@@ -41,7 +41,6 @@ from hostile import (
 from tool_call_closure import (
     Accepted,
     BatchHandle,
-    Diagnostic,
     LimitError,
     Rejection,
     Snapshot,
@@ -50,6 +49,7 @@ from tool_call_closure import (
     UsageError,
     to_json,
 )
+from tool_call_closure.values import call_views
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.large_base_example]
@@ -483,11 +483,23 @@ def test_checker_catches_a_closure_that_wraps_caller_exceptions(monkeypatch: pyt
 
 
 def test_checker_catches_snapshots_that_change_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    class LiveCalls(Sequence[Any]):
+        """The run's calls as they are *now*, at every read: a snapshot that is not a copy."""
+
+        def __init__(self, run: Any) -> None:
+            self.run = run
+
+        def __getitem__(self, index: Any) -> Any:
+            return call_views(self.run.calls)[index]
+
+        def __len__(self) -> int:
+            return len(self.run.calls)
+
     def live(closure: ToolCallClosure, run: Any = None) -> Snapshot:
         run = closure._run if run is None else run
         assert run is not None
-        snapshot = Snapshot(run.generation, run.state in closure._machine.closed, run.close_reason,
-                            run.calls, closure._diagnostics)  # type: ignore[arg-type]  # fmt: skip
+        snapshot = Snapshot(run.generation, run.state in closure._machine.closed, None,
+                            LiveCalls(run), ())  # type: ignore[arg-type]  # fmt: skip
         closure._registry[id(snapshot)] = snapshot
         return snapshot
 
@@ -502,7 +514,7 @@ def test_checker_catches_a_raising_operation_that_changed_the_state(monkeypatch:
 
     def leaky(value: object, key: str) -> Any:
         if key == "name" and closure._run is not None:
-            closure._diagnostics.append(Diagnostic("run_closed", None, None, None))
+            closure._diagnostics.append(("run_closed", None, None, None))  # a diagnostic record
         return original(value, key)
 
     monkeypatch.setattr(semantics, "read_key", leaky)

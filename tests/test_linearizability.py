@@ -55,7 +55,6 @@ from tool_call_closure import (
     Accepted,
     BatchHandle,
     BeginResult,
-    Diagnostic,
     LimitError,
     Rejection,
     Snapshot,
@@ -511,7 +510,7 @@ class Checker:
             if sequential != canonical(Rejection("duplicate_settlement", op.desc[2], rejection["generation"], None)):
                 return False
             if len(diagnostics) > count:
-                diagnostics[-1] = Diagnostic("duplicate_settlement", op.desc[2], rejection["generation"], status)  # type: ignore[arg-type]
+                diagnostics[-1] = ("duplicate_settlement", op.desc[2], rejection["generation"], status)  # a record
             return True
         except LookupError:  # a handle of a generation this order has not begun yet
             return False

@@ -79,7 +79,7 @@ from tool_call_closure.machine.interpreter import Machine
 from tool_call_closure.machine.table import TABLE
 
 def in_place(ctx: Context) -> None:
-    ctx.closure._run.close_reason = semantics.COMPLETE
+    ctx.closure._run.close_reason = semantics.COMPLETE_RECORD
     ctx.draft = ctx.closure._run.draft()
 
 semantics.EFFECTS['record_complete'] = in_place

@@ -38,7 +38,15 @@ from typing import Any
 
 import pytest
 
-from tool_call_closure import Rejection, Snapshot, ToolCallClosure, ToolCallClosureError, UsageError
+from tool_call_closure import (
+    Rejection,
+    Settlement,
+    Snapshot,
+    ToolCallClosure,
+    ToolCallClosureError,
+    UsageError,
+    to_json,
+)
 from tool_call_closure.errors import FrozenValueError
 from tool_call_closure.machine import semantics
 from tool_call_closure.machine.context import Context
@@ -194,7 +202,7 @@ def test_I9_the_sweep_finds_the_unlocked_commit_of_a_broken_machine(monkeypatch:
 
     def in_place(ctx: Context) -> None:
         run = ctx.closure._run
-        run.close_reason = semantics.COMPLETE  # written before the move and the snapshot: not one step
+        run.close_reason = semantics.COMPLETE_RECORD  # written before the move and the snapshot: not one step
         ctx.draft = run.draft()
 
     monkeypatch.setitem(semantics.EFFECTS, "record_complete", in_place)
@@ -442,7 +450,7 @@ def test_I6_rewritten_calls_export_as_the_instance_recorded_them() -> None:
     """I6: replacing a closed snapshot's calls (pending ones dropped, decided ones forged) changes nothing exported."""
     closure, closed, first = _closed_pair()
     forged = dataclasses.replace(
-        closed.calls[1], state="success", settlement=semantics.Settlement("success", "reported", "forged")
+        closed.calls[1], state="success", settlement=Settlement("success", "reported", "forged")
     )
     object.__setattr__(closed, "calls", (forged,))
     object.__setattr__(closed, "generation", 99)
@@ -473,6 +481,76 @@ def test_I6_a_field_holding_caller_code_is_never_read() -> None:
         getattr(closure, method)(closed)
     assert ran == []
     assert closure.to_openai_chat_completions(closed) == first
+
+
+def _export_all(closure: ToolCallClosure, snapshot: Snapshot) -> list[Any]:
+    methods = (
+        "to_openai_chat_completions",
+        "to_openai_responses",
+        "to_anthropic_tool_results",
+        "to_gemini_function_responses",
+        "to_bedrock_tool_results",
+    )
+    return [getattr(closure, method)(snapshot) for method in methods]
+
+
+def test_I6_doctoring_what_is_inside_a_snapshot_reaches_no_export_and_no_later_snapshot() -> None:
+    """I6/I3: the call records, settlements, diagnostics and close reason inside a snapshot are views of their own:
+    ``object.__setattr__`` on any of them changes no export of that snapshot and nothing a later snapshot shows."""
+    closure, handle = _open("abc", settled="a")
+    closure.fail(handle, "b", "broken")
+    closure.succeed(handle, "zz", "unknown id: a diagnostic")
+    closed = closure.close(handle, {"status": "error", "code": "stopped", "message": "by the test"})
+    assert isinstance(closed, Snapshot)
+    exported = _export_all(closure, closed)
+    later = to_json(closure.snapshot())
+    for call in closed.calls:
+        assert call.settlement is not None
+        object.__setattr__(call, "id", "forged")
+        object.__setattr__(call, "state", "success")
+        for field in ("status", "content", "code", "message", "provenance"):
+            object.__setattr__(call.settlement, field, "forged")
+    object.__setattr__(closed.diagnostics[0], "reason", "forged")
+    assert closed.close_reason is not None
+    object.__setattr__(closed.close_reason, "message", "forged")
+    assert _export_all(closure, closed) == exported
+    assert to_json(closure.snapshot()) == later
+    assert "forged" not in later
+
+
+def test_I6_doctoring_an_accepted_settlement_reaches_nothing_the_instance_recorded() -> None:
+    """I6: the settlement of an ``Accepted`` is the caller's own view: forging it changes no snapshot or export."""
+    closure, handle = _open("ab")
+    accepted = closure.succeed(handle, "a", "real")
+    assert accepted.accepted
+    object.__setattr__(accepted.settlement, "content", "forged")
+    object.__setattr__(accepted.settlement, "status", "error")
+    closed = closure.close(handle)
+    assert isinstance(closed, Snapshot)
+    assert closed.calls[0].settlement == Settlement("success", "reported", content="real")
+    assert closure.to_openai_chat_completions(closed)[0]["content"] == "real"
+    assert "is_error" not in closure.to_anthropic_tool_results(closed)[0]
+
+
+def test_I6_a_nested_field_holding_caller_code_is_never_read() -> None:
+    """I6: caller code planted in a call record or a settlement inside a snapshot never runs during an export."""
+    closure, closed, first = _closed_pair()
+    ran: list[str] = []
+
+    class Hostile(str):
+        def __eq__(self, other: object) -> bool:
+            ran.append("eq")
+            closure.snapshot()
+            return True
+
+        __hash__ = str.__hash__
+
+    for call in closed.calls:
+        object.__setattr__(call, "state", Hostile("success"))
+        object.__setattr__(call, "settlement", Hostile("settlement"))
+    assert closure.to_openai_chat_completions(closed) == first
+    _export_all(closure, closed)
+    assert ran == []
 
 
 def test_the_record_goes_with_the_view() -> None:

@@ -61,7 +61,15 @@ from tool_call_closure.providers.sdk_types import (
     GeminiPart,
     ResponsesFunctionCallOutput,
 )
-from tool_call_closure.values import BatchHandle, BeginResult, Diagnostic, Limits, Rejection, SettlementResult, Snapshot
+from tool_call_closure.values import (
+    BatchHandle,
+    BeginResult,
+    DiagnosticRecord,
+    Limits,
+    Rejection,
+    SettlementResult,
+    Snapshot,
+)
 
 __all__ = ["ToolCallClosure", "create_tool_call_closure", "to_json"]
 
@@ -139,7 +147,7 @@ class ToolCallClosure:
         # The whole committed state: generation counter, calls, state, close reason and diagnostics.
         # A commit replaces it (or one call record in it) with one assignment (machine.context.install).
         self._run: Run | None = None
-        self._no_run_diagnostics: list[Diagnostic] = []  # rejections before the first begin (cleared by it)
+        self._no_run_diagnostics: list[DiagnosticRecord] = []  # rejections before the first begin (cleared by it)
         # id(snapshot) -> snapshot, weakly: exports accept exactly the objects this instance produced.
         self._registry: weakref.WeakValueDictionary[int, Snapshot] = weakref.WeakValueDictionary()
         # id(snapshot) -> the instance's own record of it, for as long as the handed-out view lives.
@@ -177,7 +185,7 @@ class ToolCallClosure:
         return 0 if run is None else run.generation
 
     @property
-    def _diagnostics(self) -> list[Diagnostic]:
+    def _diagnostics(self) -> list[DiagnosticRecord]:
         """The current generation's diagnostics (before the first begin, a list begin discards)."""
         run = self._run
         return self._no_run_diagnostics if run is None else run.diagnostics

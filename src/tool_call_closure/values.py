@@ -14,6 +14,16 @@ order, and the variant-dependent key sets of settlements and close reasons.
 ``__json__`` returns that form as plain Python data; :func:`to_json` (in
 :mod:`._canonical`) turns it into text.
 
+Records.  The instance keeps its own state as plain tuples — a
+:data:`CallRecord` per call, a :data:`SettlementRecord` per outcome, a
+:data:`DiagnosticRecord` per rejection and a :data:`CloseReasonRecord` — and
+never hands them out: what a caller gets is a *view* built from them
+(:func:`call_views`, :func:`settlement_view` …).  A tuple of strings and
+numbers cannot be changed by anyone, not even with ``object.__setattr__``,
+so what an export renders (from the records) is what the instance recorded,
+whatever is done to a view.  The views are built without the dataclass
+``__init__`` (:func:`_builder`), which costs a field assignment each.
+
 Two identity rules matter:
 
 * a :class:`BatchHandle` is a capability: it compares equal only to itself
@@ -25,28 +35,44 @@ Two identity rules matter:
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar, final
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast, final
 
 from tool_call_closure.errors import FrozenValueError
 
 __all__ = [
     "COMPLETE",
+    "COMPLETE_RECORD",
     "Accepted",
     "BatchHandle",
     "BeginResult",
+    "CallRecord",
     "CallSnapshot",
     "CallState",
     "CloseReason",
+    "CloseReasonRecord",
     "Diagnostic",
+    "DiagnosticRecord",
     "Limits",
     "ObservedStatus",
     "Rejection",
     "RejectionReason",
     "Settlement",
+    "SettlementRecord",
     "SettlementResult",
     "SideEffectState",
     "Snapshot",
+    "call_records",
+    "call_views",
+    "close_reason_view",
+    "diagnostic_views",
+    "new_accepted",
+    "new_begin_result",
+    "new_rejection",
+    "settlement_record",
+    "settlement_view",
 ]
 
 _T = TypeVar("_T", bound=type)
@@ -294,3 +320,120 @@ class Limits:
     max_id_bytes: int
     max_name_bytes: int
     max_code_bytes: int
+
+
+# --------------------------------------------------------------------------- the instance's own records
+
+SettlementRecord: TypeAlias = tuple[str, str, str | None, str | None, str | None, str | None]
+"""``(status, provenance, content, code, message, side_effect_state)``: a :class:`Settlement`'s fields, in order."""
+
+CallRecord: TypeAlias = tuple[str, str, str, SettlementRecord | None]
+"""``(id, name, state, settlement)``: a :class:`CallSnapshot`'s fields, the settlement as its record."""
+
+DiagnosticRecord: TypeAlias = tuple[str, str | None, int | None, str | None]
+"""``(reason, call_id, generation, observed_status)``: a :class:`Diagnostic`'s fields, in order."""
+
+CloseReasonRecord: TypeAlias = tuple[str, str | None, str | None, str | None]
+"""``(status, code, message, side_effect_state)``: a :class:`CloseReason`'s fields, in order."""
+
+COMPLETE_RECORD: Final[CloseReasonRecord] = ("complete", None, None, None)
+
+_V = TypeVar("_V")
+
+
+def _builder(cls: type[_V]) -> Callable[..., _V]:
+    """``make(*fields)``: an instance of the frozen dataclass ``cls``, built without its ``__init__``.
+
+    A frozen dataclass's ``__init__`` writes each field through
+    ``object.__setattr__``, about four times the cost of a plain slot write.
+    ``make`` fills the same slots on an instance of an unfrozen twin with the
+    identical layout, then gives it the class ``cls``: the result is an
+    ordinary, sealed ``cls`` instance.  Only the views below use it, always
+    with every field given in declaration order.
+    """
+    fields = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
+    twin = type(f"_{cls.__name__}Builder", (), {"__slots__": fields})
+    source = (
+        f"def make({', '.join(fields)}):\n"
+        "    view = new(twin)\n"
+        + "".join(f"    view.{name} = {name}\n" for name in fields)
+        + "    view.__class__ = cls\n"
+        "    return view\n"
+    )
+    namespace: dict[str, Any] = {"new": object.__new__, "twin": twin, "cls": cls}
+    exec(source, namespace)  # the source is built from the class's own field names
+    make = namespace["make"]
+    make.__qualname__ = f"new_{cls.__name__}"
+    return cast(Callable[..., _V], make)
+
+
+_new_settlement: Final = _builder(Settlement)
+_new_call: Final = _builder(CallSnapshot)
+_new_diagnostic: Final = _builder(Diagnostic)
+_new_close_reason: Final = _builder(CloseReason)
+new_rejection: Final[Callable[[str, str | None, int | None, str | None], Rejection]] = _builder(Rejection)
+new_accepted: Final[Callable[[int, str, Settlement], Accepted]] = _builder(Accepted)
+new_begin_result: Final[Callable[[int, BatchHandle, Snapshot | None], BeginResult]] = _builder(BeginResult)
+
+
+def settlement_view(record: SettlementRecord) -> Settlement:
+    """A new :class:`Settlement` with the fields of ``record``."""
+    return _new_settlement(*record)
+
+
+def settlement_record(settlement: Settlement) -> SettlementRecord:
+    """The record of a :class:`Settlement` (for rendering a snapshot built outside an instance)."""
+    return (
+        settlement.status,
+        settlement.provenance,
+        settlement.content,
+        settlement.code,
+        settlement.message,
+        settlement.side_effect_state,
+    )
+
+
+def call_views(records: Sequence[CallRecord]) -> tuple[CallSnapshot, ...]:
+    """New :class:`CallSnapshot` views of ``records``; one new :class:`Settlement` per distinct settlement record.
+
+    (A close gives all its pending calls one shared settlement record; their
+    views share one settlement view, as their records do.)
+    """
+    settlements: dict[int, Settlement] = {}
+    views: list[CallSnapshot] = []
+    for call_id, name, state, record in records:
+        if record is None:
+            views.append(_new_call(call_id, name, state, None))
+            continue
+        view = settlements.get(id(record))  # the records are alive for the whole loop: ids are stable
+        if view is None:
+            view = settlements[id(record)] = _new_settlement(*record)
+        views.append(_new_call(call_id, name, state, view))
+    return tuple(views)
+
+
+def call_records(snapshot: Snapshot) -> tuple[CallRecord, ...]:
+    """The records of a snapshot's calls (for rendering a snapshot built outside an instance)."""
+    return tuple(
+        (
+            call.id,
+            call.name,
+            call.state,
+            None if call.settlement is None else settlement_record(call.settlement),
+        )
+        for call in snapshot.calls
+    )
+
+
+def diagnostic_views(records: Sequence[DiagnosticRecord]) -> tuple[Diagnostic, ...]:
+    """New :class:`Diagnostic` views of ``records``."""
+    return tuple(_new_diagnostic(*record) for record in records)
+
+
+def close_reason_view(record: CloseReasonRecord | None) -> CloseReason | None:
+    """A :class:`CloseReason` view of ``record`` (``COMPLETE`` for the complete record)."""
+    if record is None:
+        return None
+    if record is COMPLETE_RECORD:
+        return COMPLETE
+    return _new_close_reason(*record)

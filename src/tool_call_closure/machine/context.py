@@ -48,18 +48,18 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import spec_error
 from tool_call_closure.values import (
     BatchHandle,
-    CallSnapshot,
-    CloseReason,
-    Diagnostic,
+    CallRecord,
+    CloseReasonRecord,
+    DiagnosticRecord,
     Limits,
-    Settlement,
+    SettlementRecord,
     Snapshot,
 )
 
@@ -84,17 +84,20 @@ __all__ = [
     "reentry_error",
 ]
 
-Renderer = Callable[[Snapshot], list[dict[str, Any]]]
-"""A provider format: a closed snapshot to its payload (bound above the machine, by the public class)."""
+Renderer = Callable[[Sequence[CallRecord]], list[dict[str, Any]]]
+"""A provider format: a closed snapshot's call records to its payload (bound above the machine, by the public class)."""
 
 
 class Run:
     """The record of the current generation (never handed out).
 
-    A commit never writes the installed record field by field: it builds the
-    new record aside (:meth:`draft`, or a new ``Run`` for a new generation)
-    and installs it with one assignment (:func:`install`).  The one exception
-    is a settlement, whose whole write is one list-item assignment.
+    Everything in it is the instance's own: calls, diagnostics and the close
+    reason are plain-tuple records (:mod:`tool_call_closure.values`), and what
+    a caller sees is a view built from them.  A commit never writes the
+    installed record field by field: it builds the new record aside
+    (:meth:`draft`, or a new ``Run`` for a new generation) and installs it
+    with one assignment (:func:`install`).  The one exception is a
+    settlement, whose whole write is one list-item assignment.
     """
 
     __slots__ = ("calls", "close_reason", "diagnostics", "generation", "handle", "index", "state")
@@ -103,16 +106,16 @@ class Run:
         self,
         generation: int,
         handle: BatchHandle,
-        calls: list[CallSnapshot],
+        calls: list[CallRecord],
         index: Mapping[str, int],
-        diagnostics: list[Diagnostic],
+        diagnostics: list[DiagnosticRecord],
         state: str = "",
-        close_reason: CloseReason | None = None,
+        close_reason: CloseReasonRecord | None = None,
     ) -> None:
         self.generation = generation
         self.handle = handle
         self.state = state  # set by the row that installs the run
-        self.calls = calls  # CallSnapshot records, replaced (never mutated) when a call settles
+        self.calls = calls  # one CallRecord per call, replaced (never mutated) when the call settles
         self.index = index  # call id -> position in calls; never changes after the run is built
         self.diagnostics = diagnostics  # this generation's rejections (one list, shared by its drafts: DIAG-4)
         self.close_reason = close_reason
@@ -120,7 +123,7 @@ class Run:
     @property
     def pending(self) -> int:
         """The number of calls without a settlement (counted, not stored: nothing can leave it stale)."""
-        return sum(1 for call in self.calls if call.settlement is None)
+        return sum(1 for call in self.calls if call[3] is None)
 
     def draft(self) -> Run:
         """A copy to build the next version of this generation in: its own call list, the rest shared."""
@@ -139,21 +142,27 @@ class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
     """The instance's own, never handed out, record of one snapshot it produced.
 
     A weak reference to the handed-out *view* (``record()`` is the view, or
-    ``None`` once it is gone), carrying ``snapshot``: a snapshot object only
-    the instance holds, with the same frozen contents as the view.  Nothing a
-    caller does to the view's fields — not even ``object.__setattr__`` —
-    reaches what exports render, and exports never read an object the caller
-    holds.  When the view dies, the record removes itself from ``records``
-    (the instance's ``_records``), so records live exactly as long as views.
+    ``None`` once it is gone), carrying what exports read: ``closed`` and
+    ``calls``, the call records of the snapshot (plain tuples nobody can
+    change).  Nothing a caller does to the view or anything inside it — not
+    even ``object.__setattr__`` — reaches what exports render, and exports
+    never read an object the caller holds.  When the view dies, the record
+    removes itself from ``records`` (the instance's ``_records``), so records
+    live exactly as long as views.
     """
 
-    __slots__ = ("key", "records", "snapshot")
+    __slots__ = ("calls", "closed", "key", "records")
 
-    def __new__(cls, view: Snapshot, snapshot: Snapshot, records: dict[int, SnapshotRecord]) -> SnapshotRecord:
+    def __new__(
+        cls, view: Snapshot, closed: bool, calls: tuple[CallRecord, ...], records: dict[int, SnapshotRecord]
+    ) -> SnapshotRecord:
         return super().__new__(cls, view, _forget_record)
 
-    def __init__(self, view: Snapshot, snapshot: Snapshot, records: dict[int, SnapshotRecord]) -> None:
-        self.snapshot = snapshot  # (the reference itself was made by __new__)
+    def __init__(
+        self, view: Snapshot, closed: bool, calls: tuple[CallRecord, ...], records: dict[int, SnapshotRecord]
+    ) -> None:
+        self.closed = closed  # (the reference itself was made by __new__)
+        self.calls = calls
         self.key = id(view)
         self.records = records
 
@@ -178,7 +187,7 @@ class MachineView(Protocol):
     def texts(self) -> Mapping[str, str]: ...
 
     def call_event(self, effect: str, status: str) -> str: ...
-    def apply_call_event(self, call: CallSnapshot, event: str, settlement: Settlement) -> CallSnapshot: ...
+    def apply_call_event(self, call: CallRecord, event: str, settlement: SettlementRecord) -> CallRecord: ...
 
 
 class Instance(Protocol):
@@ -201,7 +210,7 @@ class Instance(Protocol):
     @property
     def _generation(self) -> int: ...
     @property
-    def _diagnostics(self) -> list[Diagnostic]: ...
+    def _diagnostics(self) -> list[DiagnosticRecord]: ...
     @property
     def _limits(self) -> Limits: ...
     @property
@@ -228,7 +237,7 @@ class Context:
         self.closure = closure
         self.method = method
         self.draft: Run | None = None
-        self.staged_call: tuple[int, CallSnapshot] | None = None
+        self.staged_call: tuple[int, CallRecord] | None = None
 
 
 class ReadContext(Context):
@@ -305,7 +314,7 @@ class SettleContext(HandleContext):
         self.code: Any = ABSENT
         self.default_code = ""
         self.preview: str | None = None
-        self.settlement: Settlement | None = None
+        self.settlement: SettlementRecord | None = None
 
 
 class CloseContext(HandleContext):
@@ -321,7 +330,7 @@ class CloseContext(HandleContext):
         self.handle = handle
         self.reject_generation = None
         self.reason = reason
-        self.close_reason: CloseReason | None = None
+        self.close_reason: CloseReasonRecord | None = None
 
 
 class SealContext(HandleContext):
@@ -375,7 +384,7 @@ def install(ctx: Context) -> None:
         run.calls[staged[0]] = staged[1]  # a settlement: one call record replaced
 
 
-def install_diagnostic(closure: Instance, diagnostic: Diagnostic) -> None:
+def install_diagnostic(closure: Instance, diagnostic: DiagnosticRecord) -> None:
     """A rejection's one write: its diagnostic appended, while there is room (DIAG-1); built before, nothing after."""
     diagnostics = closure._diagnostics
     if len(diagnostics) < closure._limits.max_diagnostics:

@@ -84,7 +84,7 @@ from tool_call_closure.machine.context import (
     reentry_error,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
-from tool_call_closure.values import CallSnapshot, Diagnostic, Rejection, Settlement
+from tool_call_closure.values import CallRecord, Rejection, SettlementRecord, new_rejection
 
 __all__ = ["MACHINE", "CompiledRow", "Machine", "record_rejection"]
 
@@ -296,12 +296,13 @@ class Machine:
         """The call event effect ``effect`` applies to a call reaching ``status`` (from the effect's ``call_event``)."""
         return self._events[effect][status]
 
-    def apply_call_event(self, call: CallSnapshot, event: str, settlement: Settlement) -> CallSnapshot:
-        """The call machine: the record ``call`` becomes after ``event``, or the default (raise)."""
-        target = self.call_next.get((call.state, event))
+    def apply_call_event(self, call: CallRecord, event: str, settlement: SettlementRecord) -> CallRecord:
+        """The call machine: the record ``call`` (id, name, state, settlement) becomes after ``event``, or raise."""
+        call_id, name, state, _ = call
+        target = self.call_next.get((state, event))
         if target is None:
-            raise spec_error(self.table.call_default_error, operation=event, state=call.state)
-        return CallSnapshot(call.id, call.name, target, settlement)  # type: ignore[arg-type]
+            raise spec_error(self.table.call_default_error, operation=event, state=state)
+        return (call_id, name, target, settlement)
 
     @staticmethod
     def _move(ctx: Context, compiled: CompiledRow) -> None:
@@ -325,8 +326,8 @@ def record_rejection(ctx: HandleContext, reason: str, call_id: str | None, obser
     Shared by the walk and the compiled operations.
     """
     # Both values are built before the one write (the append), so an exception changes nothing.
-    rejection = Rejection(reason, call_id, ctx.reject_generation, observed)  # type: ignore[arg-type]
-    install_diagnostic(ctx.closure, Diagnostic(reason, call_id, ctx.reject_generation, observed))  # type: ignore[arg-type]
+    rejection = new_rejection(reason, call_id, ctx.reject_generation, observed)
+    install_diagnostic(ctx.closure, (reason, call_id, ctx.reject_generation, observed))
     return rejection
 
 

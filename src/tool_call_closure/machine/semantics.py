@@ -61,14 +61,20 @@ from tool_call_closure.machine.context import (
     draft_of,
 )
 from tool_call_closure.values import (
-    COMPLETE,
+    COMPLETE_RECORD,
     Accepted,
     BatchHandle,
     BeginResult,
-    CallSnapshot,
-    CloseReason,
-    Settlement,
+    CallRecord,
+    CloseReasonRecord,
+    SettlementRecord,
     Snapshot,
+    call_views,
+    close_reason_view,
+    diagnostic_views,
+    new_accepted,
+    new_begin_result,
+    settlement_view,
 )
 
 __all__ = [
@@ -237,13 +243,13 @@ def call_unknown(ctx: SettleContext) -> bool:
 def call_not_pending(ctx: SettleContext) -> bool:
     run = ctx.closure._run
     assert run is not None
-    return run.calls[run.index[ctx.call_id]].state != ctx.closure._machine.initial_call_state
+    return run.calls[run.index[ctx.call_id]][2] != ctx.closure._machine.initial_call_state  # [2]: the state
 
 
 def has_pending_calls(ctx: Context) -> bool:
     # Counted, not read from a stored counter: no interrupted commit can leave a count stale.
     pending = ctx.closure._machine.initial_call_state
-    return any(call.state == pending for call in _run(ctx).calls)
+    return any(call[2] == pending for call in _run(ctx).calls)  # call[2]: the state
 
 
 def generation_changed(ctx: BeginContext) -> bool:
@@ -259,7 +265,7 @@ def snapshot_open(ctx: ExportContext) -> bool:
     # Asked after snapshot_foreign; read from the instance's own record, never from the argument.
     record = record_of(ctx.closure, ctx.snapshot_arg)
     assert record is not None
-    return not record.snapshot.closed
+    return not record.closed
 
 
 def record_of(closure: Instance, candidate: object) -> SnapshotRecord | None:
@@ -370,15 +376,14 @@ def normalize_outcome(ctx: SettleContext) -> None:
             raise spec_error("outcome_status_invalid")
         if status == "success":
             content = serialize_content(read_key(outcome, "content"), limits.max_result_bytes)
-            ctx.settlement = Settlement("success", "reported", content=content)
+            ctx.settlement = ("success", "reported", content, None, None, None)
             return
         code: object = read_key(outcome, "code")
         code = status if _absent(code) else bounded_string(code, limits.max_code_bytes, "outcome.code")
         message = message_text(read_key(outcome, "message"), _default_message(texts, status), limits.max_message_bytes)
     elif status == "success":  # succeed
-        ctx.settlement = Settlement(
-            "success", "reported", content=serialize_content(ctx.content, limits.max_result_bytes)
-        )
+        content = serialize_content(ctx.content, limits.max_result_bytes)
+        ctx.settlement = ("success", "reported", content, None, None, None)
         return
     else:  # fail or cancel: the code is checked before the message is converted (NORM-5)
         code = ctx.code
@@ -388,7 +393,7 @@ def normalize_outcome(ctx: SettleContext) -> None:
             message = error_message_text(ctx.message, default, limits.max_message_bytes)
         else:
             message = message_text(ctx.message, default, limits.max_message_bytes)
-    ctx.settlement = Settlement(status, "reported", code=code, message=message)  # type: ignore[arg-type]
+    ctx.settlement = (status, "reported", None, code, message, None)
 
 
 def _refuse_unknown_keys(value: object, known: frozenset[str], code: str) -> None:
@@ -435,7 +440,7 @@ def normalize_close_reason(ctx: CloseContext) -> None:
         raise spec_error("side_effect_state_invalid")
     default = texts["close_error_message"] if status == "error" else texts["cancel_message"]
     message = message_text(read_key(reason, "message"), default, limits.max_message_bytes)
-    ctx.close_reason = CloseReason(status, code, message, side_effect_state)  # type: ignore[arg-type]
+    ctx.close_reason = (status, code, message, side_effect_state)
 
 
 def default_snapshot(ctx: ExportContext) -> None:
@@ -447,18 +452,13 @@ def default_snapshot(ctx: ExportContext) -> None:
 # --------------------------------------------------------------------------- commit effects (under the lock)
 
 
-def _close_calls(machine: MachineView, run: Run, reason: CloseReason, event: str) -> None:
-    settlement = Settlement(
-        reason.status,  # type: ignore[arg-type]
-        "synthetic",
-        code=reason.code,
-        message=reason.message,
-        side_effect_state=reason.side_effect_state,
-    )
+def _close_calls(machine: MachineView, run: Run, reason: CloseReasonRecord, event: str) -> None:
+    status, code, message, side_effect_state = reason
+    settlement: SettlementRecord = (status, "synthetic", None, code, message, side_effect_state)  # one, shared
     pending = machine.initial_call_state
     calls = run.calls  # the draft's own list: the installed run is not touched
     for position, call in enumerate(calls):
-        if call.state == pending:
+        if call[2] == pending:  # call[2]: the state
             calls[position] = machine.apply_call_event(call, event, settlement)
 
 
@@ -468,7 +468,7 @@ def supersede(ctx: BeginContext) -> None:
     closed = draft_of(ctx)  # the superseded generation, closed aside; the new run replaces it at install
     status = machine.effect_run_to["supersede"]
     texts = machine.texts
-    reason = CloseReason(status, texts["superseded_code"], closure._superseded_message, "unknown")  # type: ignore[arg-type]
+    reason: CloseReasonRecord = (status, texts["superseded_code"], closure._superseded_message, "unknown")
     _close_calls(machine, closed, reason, machine.call_event("supersede", status))
     closed.close_reason = reason
     closed.state = status
@@ -480,7 +480,7 @@ def start_generation(ctx: BeginContext) -> None:
     generation = closure._generation + 1  # the counter is the installed run's: it moves at install, not here
     pending = closure._machine.initial_call_state
     validated = ctx.validated
-    calls = [CallSnapshot(call_id, name, pending, None) for call_id, name in validated]  # type: ignore[arg-type]
+    calls: list[CallRecord] = [(call_id, name, pending, None) for call_id, name in validated]
     index = {call_id: position for position, (call_id, _name) in enumerate(validated)}
     ctx.draft = Run(generation, BatchHandle(generation), calls, index, [])  # fresh diagnostics (DIAG-2)
 
@@ -493,7 +493,7 @@ def record_settlement(ctx: SettleContext) -> None:
     assert settlement is not None
     position = run.index[ctx.call_id]
     call = machine.apply_call_event(
-        run.calls[position], machine.call_event("record_settlement", settlement.status), settlement
+        run.calls[position], machine.call_event("record_settlement", settlement[0]), settlement
     )
     ctx.staged_call = (position, call)  # installed as one list-item assignment
 
@@ -502,7 +502,7 @@ def synthesize_pending(ctx: CloseContext) -> None:
     machine = ctx.closure._machine
     reason = ctx.close_reason
     assert reason is not None
-    _close_calls(machine, draft_of(ctx), reason, machine.call_event("synthesize_pending", reason.status))
+    _close_calls(machine, draft_of(ctx), reason, machine.call_event("synthesize_pending", reason[0]))  # [0]: the status
 
 
 def record_close_reason(ctx: CloseContext) -> None:
@@ -510,7 +510,7 @@ def record_close_reason(ctx: CloseContext) -> None:
 
 
 def record_complete(ctx: Context) -> None:
-    draft_of(ctx).close_reason = COMPLETE
+    draft_of(ctx).close_reason = COMPLETE_RECORD
 
 
 def render_payload(ctx: ExportContext) -> None:
@@ -518,7 +518,7 @@ def render_payload(ctx: ExportContext) -> None:
     # argument is never read, so nothing done to it, and no caller code, reaches the payload.
     record = record_of(ctx.closure, ctx.snapshot_arg)
     assert record is not None
-    ctx.payload = ctx.renderer(record.snapshot)  # a new list of new items on every export (ADP-4)
+    ctx.payload = ctx.renderer(record.calls)  # a new list of new items on every export (ADP-4)
 
 
 # --------------------------------------------------------------------------- results
@@ -527,50 +527,42 @@ def render_payload(ctx: ExportContext) -> None:
 def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     """A snapshot of ``run`` (default: the installed run): a new view, and the instance's own record of it.
 
-    The record is a snapshot only the instance holds; the view handed out is
-    a new snapshot object (:func:`view_of`), so nothing done to the view's
-    fields reaches what exports render.  Both are registered before the commit installs
-    anything; a registration of a snapshot that is never returned is
-    unobservable (nobody holds the view, and the entry goes with it).
+    The record keeps the run's call records (plain tuples: nobody can change
+    them); the view handed out is built from them, every object in it new
+    (:func:`~tool_call_closure.values.call_views`), so nothing done to the view
+    or to anything in it reaches what exports render.  Both are registered
+    before the commit installs anything; a registration of a snapshot that is
+    never returned is unobservable (nobody holds the view, and the entry goes
+    with it).
     """
     if run is None:
         run = closure._run
     assert run is not None
-    record_snapshot = Snapshot(
+    calls = tuple(run.calls)
+    closed = run.state in closure._machine.closed
+    view = Snapshot(
         run.generation,
-        run.state in closure._machine.closed,
-        run.close_reason,
-        tuple(run.calls),
-        tuple(run.diagnostics),
+        closed,
+        close_reason_view(run.close_reason),
+        call_views(calls),
+        diagnostic_views(run.diagnostics),
     )
-    view = view_of(record_snapshot)
     key = id(view)
-    closure._records[key] = SnapshotRecord(view, record_snapshot, closure._records)
+    closure._records[key] = SnapshotRecord(view, closed, calls, closure._records)
     closure._registry[key] = view  # the identity registry exports consult (SNAP-5)
     return view
 
 
-def view_of(snapshot: Snapshot) -> Snapshot:
-    """The object handed out for the record ``snapshot``: a new snapshot with the same (immutable) contents.
-
-    Its own fields are the caller's to break (``object.__setattr__``); the
-    record's are not, and exports read only the record.  The call records,
-    settlements and diagnostics inside are frozen values shared with the
-    record, as snapshots always share them (I3): copying them per snapshot
-    would cost two objects per call on every snapshot.
-    """
-    return Snapshot(snapshot.generation, snapshot.closed, snapshot.close_reason, snapshot.calls, snapshot.diagnostics)
-
-
 def _begin_result(ctx: BeginContext) -> BeginResult:
     run = ctx.draft if ctx.draft is not None else _run(ctx)
-    return BeginResult(run.generation, run.handle, ctx.superseded)
+    return new_begin_result(run.generation, run.handle, ctx.superseded)
 
 
 def _accepted(ctx: SettleContext) -> Accepted:
     assert ctx.settlement is not None
     assert ctx.reject_generation is not None
-    return Accepted(ctx.reject_generation, ctx.call_id, ctx.settlement)
+    # A view of its own: the caller may do anything to it without reaching the record.
+    return new_accepted(ctx.reject_generation, ctx.call_id, settlement_view(ctx.settlement))
 
 
 def _snapshot(ctx: Context) -> Snapshot:
@@ -633,7 +625,7 @@ def _observed_preview(ctx: SettleContext) -> str | None:
 
 
 def _observed_normalized(ctx: SettleContext) -> str | None:
-    return ctx.settlement.status if ctx.settlement is not None else None
+    return ctx.settlement[0] if ctx.settlement is not None else None  # [0]: the status
 
 
 def _observed_none(ctx: Context) -> None:
@@ -662,7 +654,7 @@ TEXTS: Final = frozenset(
 
 def _target_reason_status(ctx: CloseContext) -> str:
     assert ctx.close_reason is not None, "normalize_close_reason ran before the commit"
-    return ctx.close_reason.status
+    return ctx.close_reason[0]  # [0]: the status
 
 
 TARGETS: Final[Mapping[str, Callable[[Any], str]]] = {

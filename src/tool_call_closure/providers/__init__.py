@@ -40,12 +40,12 @@ The text every format carries for a call is the same (ADP-5,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from tool_call_closure.providers import anthropic, bedrock, gemini, mistral, openai_chat, openai_responses
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.values import Snapshot
+from tool_call_closure.values import CallRecord
 
 __all__ = [
     "RENDERERS",
@@ -61,11 +61,11 @@ __all__ = [
     "openai_responses",
 ]
 
-RENDERERS: Final[Mapping[str, Callable[[Snapshot], list[dict[str, Any]]]]] = {
-    openai_chat.FORMAT: openai_chat.render_tool_results,
-    openai_responses.FORMAT: openai_responses.render_tool_results,
-    anthropic.FORMAT: anthropic.render_tool_results,
-    gemini.FORMAT: gemini.render_tool_results,
-    bedrock.FORMAT: bedrock.render_tool_results,
+RENDERERS: Final[Mapping[str, Callable[[Sequence[CallRecord]], list[dict[str, Any]]]]] = {
+    openai_chat.FORMAT: openai_chat.render_records,
+    openai_responses.FORMAT: openai_responses.render_records,
+    anthropic.FORMAT: anthropic.render_records,
+    gemini.FORMAT: gemini.render_records,
+    bedrock.FORMAT: bedrock.render_records,
 }
 """Table export format -> renderer of a closed snapshot."""

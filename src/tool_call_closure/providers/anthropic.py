@@ -36,7 +36,7 @@ from tool_call_closure.providers.sdk_types import (
     AnthropicMessageParam,
     AnthropicToolResultBlockParam,
 )
-from tool_call_closure.values import Snapshot
+from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
     "FORMAT",
@@ -45,6 +45,7 @@ __all__ = [
     "check_messages",
     "ingest",
     "next_messages",
+    "render_records",
     "render_tool_results",
 ]
 
@@ -168,7 +169,7 @@ class AnthropicStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
     """ADP-4/ADP-6: ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}`` per decided call.
 
     ``is_error: true`` marks every call that did not succeed; a success has no
@@ -176,14 +177,19 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
     """
     text = export_texts()  # a close's shared synthetic settlement is rendered once
     payload: list[dict[str, Any]] = []
-    for call in snapshot.calls:
-        if call.settlement is None:
+    for call_id, _name, state, settlement in calls:
+        if settlement is None:
             continue
-        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id, "content": text(call.settlement)}
-        if call.state != "success":
+        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": text(settlement)}
+        if state != "success":
             item["is_error"] = True
         payload.append(item)
     return payload
+
+
+def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """:func:`render_records` of a snapshot's calls."""
+    return render_records(call_records(snapshot))
 
 
 # --------------------------------------------------------------------------- the next request

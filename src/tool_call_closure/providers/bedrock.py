@@ -36,7 +36,7 @@ from tool_call_closure.providers.calls import Ingested, ProviderRuleError, Skipp
 from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
 from tool_call_closure.providers.result_text import export_texts
 from tool_call_closure.providers.sdk_types import BedrockContentBlock, BedrockMessage
-from tool_call_closure.values import Snapshot
+from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
     "FORMAT",
@@ -45,6 +45,7 @@ __all__ = [
     "check_messages",
     "ingest",
     "next_messages",
+    "render_records",
     "render_tool_results",
 ]
 
@@ -166,18 +167,23 @@ class BedrockStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
     """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call."""
     text = export_texts()  # a close's shared synthetic settlement is rendered once
     payload: list[dict[str, Any]] = []
-    for call in snapshot.calls:
-        if call.settlement is None:
+    for call_id, _name, state, settlement in calls:
+        if settlement is None:
             continue
-        tool_result: dict[str, Any] = {"toolUseId": call.id, "content": [{"text": text(call.settlement)}]}
-        if call.state != "success":
+        tool_result: dict[str, Any] = {"toolUseId": call_id, "content": [{"text": text(settlement)}]}
+        if state != "success":
             tool_result["status"] = "error"
         payload.append({"toolResult": tool_result})
     return payload
+
+
+def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """:func:`render_records` of a snapshot's calls."""
+    return render_records(call_records(snapshot))
 
 
 # --------------------------------------------------------------------------- the next request

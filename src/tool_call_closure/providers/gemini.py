@@ -41,9 +41,9 @@ from typing import Any, Final
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, items
-from tool_call_closure.providers.result_text import error_object
+from tool_call_closure.providers.result_text import CONTENT, STATUS, record_error_object
 from tool_call_closure.providers.sdk_types import GeminiContent, GeminiPart
-from tool_call_closure.values import Snapshot
+from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
     "FORMAT",
@@ -54,6 +54,7 @@ __all__ = [
     "ingest",
     "is_synthetic_id",
     "next_contents",
+    "render_records",
     "render_tool_results",
     "synthetic_id",
 ]
@@ -174,19 +175,25 @@ class GeminiStream:
         return Ingested.of(self._calls, self._skipped, self._finish)
 
 
-def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
     """``{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}`` per decided call."""
     payload: list[dict[str, Any]] = []
-    for call in snapshot.calls:
-        settlement = call.settlement
+    for call_id, name, _state, settlement in calls:
         if settlement is None:
             continue
-        response = {"output": settlement.content} if settlement.status == "success" else error_object(settlement)
-        function_response: dict[str, Any] = {"name": call.name, "response": response}
-        if not is_synthetic_id(call.id):
-            function_response = {"id": call.id, **function_response}
+        response = (
+            {"output": settlement[CONTENT]} if settlement[STATUS] == "success" else record_error_object(settlement)
+        )
+        function_response: dict[str, Any] = {"name": name, "response": response}
+        if not is_synthetic_id(call_id):
+            function_response = {"id": call_id, **function_response}
         payload.append({"function_response": function_response})
     return payload
+
+
+def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """:func:`render_records` of a snapshot's calls."""
+    return render_records(call_records(snapshot))
 
 
 # --------------------------------------------------------------------------- the next request

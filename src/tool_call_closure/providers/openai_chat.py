@@ -46,7 +46,7 @@ from tool_call_closure.providers.sdk_types import (
     ChatCompletionMessageParam,
     ChatCompletionToolMessageParam,
 )
-from tool_call_closure.values import Snapshot
+from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
     "FORMAT",
@@ -56,6 +56,7 @@ __all__ = [
     "check_messages",
     "ingest",
     "next_messages",
+    "render_records",
     "render_tool_results",
 ]
 
@@ -198,14 +199,19 @@ class ChatStream:
         return Ingested.of(calls, self._skipped, self._finish)
 
 
-def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
     """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order."""
     text = export_texts()  # a close's shared synthetic settlement is rendered once
     return [
-        {"role": "tool", "tool_call_id": call.id, "content": text(call.settlement)}
-        for call in snapshot.calls
-        if call.settlement is not None
+        {"role": "tool", "tool_call_id": call_id, "content": text(settlement)}
+        for call_id, _name, _state, settlement in calls
+        if settlement is not None
     ]
+
+
+def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """:func:`render_records` of a snapshot's calls."""
+    return render_records(call_records(snapshot))
 
 
 # --------------------------------------------------------------------------- the next request

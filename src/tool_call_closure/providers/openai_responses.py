@@ -38,7 +38,7 @@ from tool_call_closure.providers.calls import Ingested, ProviderRuleError, Skipp
 from tool_call_closure.providers.reading import field, incomplete_problem, items, parse_arguments
 from tool_call_closure.providers.result_text import export_texts
 from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
-from tool_call_closure.values import Snapshot
+from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
     "FORMAT",
@@ -47,6 +47,7 @@ __all__ = [
     "check_input",
     "ingest",
     "next_input",
+    "render_records",
     "render_tool_results",
 ]
 
@@ -169,14 +170,19 @@ class ResponsesStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
     """ADP-4: ``{"type": "function_call_output", "call_id", "output"}`` per decided call, in announcement order."""
     text = export_texts()  # a close's shared synthetic settlement is rendered once
     return [
-        {"type": "function_call_output", "call_id": call.id, "output": text(call.settlement)}
-        for call in snapshot.calls
-        if call.settlement is not None
+        {"type": "function_call_output", "call_id": call_id, "output": text(settlement)}
+        for call_id, _name, _state, settlement in calls
+        if settlement is not None
     ]
+
+
+def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """:func:`render_records` of a snapshot's calls."""
+    return render_records(call_records(snapshot))
 
 
 # --------------------------------------------------------------------------- the next request

@@ -1,54 +1,87 @@
 """ADP-5: the text a provider payload carries for one call, the same in every format.
 
-A close gives all its pending calls one shared synthetic settlement, so an
-export renders the JSON text of each distinct settlement once
-(:func:`export_texts`) instead of once per call.
+Renderers read the instance's own records of a snapshot's calls
+(:data:`~tool_call_closure.values.CallRecord`, :data:`~tool_call_closure.values.SettlementRecord`:
+plain tuples), never the view a caller holds.  A close gives all its pending
+calls one shared synthetic settlement record, so an export renders the JSON
+text of each distinct settlement once (:func:`export_texts`) instead of once
+per call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from tool_call_closure.ecma import json_stringify
-from tool_call_closure.values import Settlement
+from tool_call_closure.values import Settlement, SettlementRecord, settlement_record
 
-__all__ = ["error_object", "export_texts", "result_text"]
+__all__ = [
+    "CODE",
+    "CONTENT",
+    "MESSAGE",
+    "PROVENANCE",
+    "SIDE_EFFECT_STATE",
+    "STATUS",
+    "error_object",
+    "export_texts",
+    "record_error_object",
+    "record_text",
+    "result_text",
+]
+
+# Positions in a SettlementRecord.
+STATUS: Final = 0
+PROVENANCE: Final = 1
+CONTENT: Final = 2
+CODE: Final = 3
+MESSAGE: Final = 4
+SIDE_EFFECT_STATE: Final = 5
 
 
-def error_object(settlement: Settlement) -> dict[str, Any]:
+def record_error_object(settlement: SettlementRecord) -> dict[str, Any]:
     """``{"error": {"code", "message", "side_effect_state"?}}`` for an error or a cancellation.
 
     ``side_effect_state`` is added for a synthetic outcome (the model must know
     the tool may or may not have run).
     """
-    error: dict[str, Any] = {"code": settlement.code, "message": settlement.message}
-    if settlement.provenance == "synthetic":
-        error["side_effect_state"] = settlement.side_effect_state
+    error: dict[str, Any] = {"code": settlement[CODE], "message": settlement[MESSAGE]}
+    if settlement[PROVENANCE] == "synthetic":
+        error["side_effect_state"] = settlement[SIDE_EFFECT_STATE]
     return {"error": error}
 
 
+def record_text(settlement: SettlementRecord) -> str:
+    """A success's stored text; for an error or a cancellation, the JSON text of :func:`record_error_object`."""
+    if settlement[STATUS] == "success":
+        return settlement[CONTENT]  # type: ignore[return-value]  # a success always has its content
+    return json_stringify(record_error_object(settlement))
+
+
+def error_object(settlement: Settlement) -> dict[str, Any]:
+    """:func:`record_error_object` of a :class:`~tool_call_closure.Settlement`."""
+    return record_error_object(settlement_record(settlement))
+
+
 def result_text(settlement: Settlement) -> str:
-    """A success's stored text; for an error or a cancellation, the JSON text of :func:`error_object`."""
-    if settlement.status == "success":
-        return settlement.content  # type: ignore[return-value]
-    return json_stringify(error_object(settlement))
+    """:func:`record_text` of a :class:`~tool_call_closure.Settlement`: the text every export carries for it."""
+    return record_text(settlement_record(settlement))
 
 
-def export_texts() -> Callable[[Settlement], str]:
-    """:func:`result_text` for one export: each distinct settlement object is rendered once.
+def export_texts() -> Callable[[SettlementRecord], str]:
+    """:func:`record_text` for one export: each distinct settlement record is rendered once.
 
     Keyed by identity, which is stable for the length of one export: the
-    snapshot being rendered holds every settlement alive.  Nothing outlives the
+    records being rendered hold every settlement alive.  Nothing outlives the
     export, so memory stays bounded by the snapshot.
     """
     texts: dict[int, str] = {}
 
-    def text(settlement: Settlement) -> str:
+    def text(settlement: SettlementRecord) -> str:
         key = id(settlement)
         found = texts.get(key)
         if found is None:
-            found = texts[key] = result_text(settlement)
+            found = texts[key] = record_text(settlement)
         return found
 
     return text
