@@ -282,7 +282,7 @@ class FaultSweeps:
                     return f"I9: {action.label} faulted at point {point} before its install but changed the state"
             elif _committed(now) != _committed(after):
                 return f"I9: {action.label} faulted at point {point} after its install: not the unfaulted state"
-            if twin.closure._lock_owner is not None or twin.closure._lock.locked():
+            if twin.closure._lock._is_owned():
                 return f"I9: {action.label} faulted at point {point} left the lock held"
         return None
 

@@ -16,15 +16,17 @@ executed in any Python frame while the instance's lock is held (the effects,
 guards, results, snapshot building, value constructors, the standard
 library's ``weakref`` code the registry runs), except inside
 ``install`` (a check and the one assignment: the atomic step itself) and
-the frames of the lock plumbing (``Machine.run_locked`` for the compiled
-operations, ``Machine.walk`` for the row walk, and ``Machine.run``, which
-only dispatches), whose safety rests on
-there being no interpreter check between acquiring the lock and entering
-``try``, not on surviving an exception at every opcode; the rows they fire
-run in frames of their own (the generated segment functions, or ``_fire``),
-which are traced.  Opcode granularity is finer than real
-asynchronous exceptions, which the interpreter delivers only at calls and
-backward jumps, and covers every ``MemoryError`` an allocation can raise.
+the lock plumbing: the ``with lock:`` line of each generated operation
+(acquiring the lock and registering its release is one opcode, and
+releasing it at the end of the block runs with no interpreter check before
+the C-level ``__exit__``) and the frames of ``Machine.walk`` (the row walk's
+own ``with lock:``) and ``Machine.run``, which only dispatches.  Their safety
+rests on there being no interpreter check inside them, not on surviving an
+exception at every opcode; every other opcode of the generated operations,
+and the rows the walk fires (``_fire``), is a point.  Opcode granularity is
+finer than real asynchronous exceptions, which the interpreter delivers only
+at calls and backward jumps, and covers every ``MemoryError`` an allocation
+can raise.
 
 The result says whether the fault fired and whether :func:`install
 <tool_call_closure.machine.context.install>` had already run when it did; the
@@ -37,6 +39,7 @@ longer fires injects at every point of every commit.
 
 from __future__ import annotations
 
+import linecache
 import sys
 import types
 from collections.abc import Callable
@@ -48,9 +51,10 @@ import tool_call_closure
 __all__ = ["FaultRun", "InjectedFault", "run_with_fault", "sweep"]
 
 _PACKAGE = tool_call_closure.__file__.rsplit("/", 1)[0]
-# The interpreter's methods that acquire the lock: Machine.run here, and the names a compiled fast
-# path gives the same shape (Machine.run_locked, Machine.walk); a name absent from a build is harmless.
+# The interpreter's methods that acquire the lock or only dispatch; a name absent from a build is harmless.
 _LOCK_PLUMBING = frozenset({"run", "run_locked", "walk"})
+_GENERATED = "<tool-call-closure machine "  # the compiled table's file name (machine/compiler.py)
+_PLUMBING_LINE = "with lock:"  # a generated operation's acquisition and release of the lock
 _INSTALLS = frozenset({"install", "install_diagnostic"})  # the one-assignment steps of machine/context.py
 
 
@@ -76,6 +80,14 @@ def _traced(frame: types.FrameType) -> bool:
                 and code.co_name in _LOCK_PLUMBING)  # fmt: skip
 
 
+def _is_plumbing_line(frame: types.FrameType) -> bool:
+    """The opcode belongs to a generated operation's ``with lock:`` line (acquire, or release at block end)."""
+    filename = frame.f_code.co_filename
+    if not filename.startswith(_GENERATED):
+        return False
+    return linecache.getline(filename, frame.f_lineno).strip() == _PLUMBING_LINE
+
+
 def _is_install(frame: types.FrameType) -> bool:
     return frame.f_code.co_name in _INSTALLS and frame.f_code.co_filename.endswith("context.py")
 
@@ -96,7 +108,7 @@ def run_with_fault(
         return installing
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if event != "opcode" or state.fired or not lock.locked():
+        if event != "opcode" or state.fired or not lock._is_owned() or _is_plumbing_line(frame):
             return local
         state.points += 1
         if state.points == k:

@@ -244,7 +244,7 @@ class Env:
     def fire(self, act: Act, site: str) -> None:
         """Caller code runs here: check the lock is free, re-enter, then maybe raise."""
         self.hook_calls += 1
-        if self.closure._lock.locked():  # single-threaded: only this thread could hold it
+        if self.closure._lock._is_owned():  # single-threaded: only this thread could hold it
             self.violations.append(f"caller code ran while the lock was held ({site})")
             return  # re-entering now would deadlock
         if not self.active:
@@ -283,7 +283,7 @@ class Env:
 
     def execute(self, op: Recipe) -> Outcome:
         """Run operation ``op`` (top level or nested) and check everything that can be checked about it."""
-        if self.closure._lock.locked():
+        if self.closure._lock._is_owned():
             self.violations.append(f"lock held before {op[0]}")
             return Outcome(op[0])
         was_active = self.active

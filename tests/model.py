@@ -386,8 +386,10 @@ def _content(value: object, limit: int) -> str:
     text = _plain(value)
     if text is None:
         try:
-            text = json_stringify(value)
+            text = json_stringify(value, limit)  # D18: the limit is a budget; what lies past it is not reached
         except ToolCallClosureError as exc:  # the ECMAScript helper's own refusal, restated as the spec's error
+            if exc.code == "content_too_large":
+                raise ModelError("content_too_large", limit=limit) from None
             raise ModelError(exc.code) from None
     if utf8_length(text) > limit:
         raise ModelError("content_too_large", limit=limit)

@@ -704,7 +704,7 @@ def test_hooks_in_another_thread_do_not_see_the_lock_held() -> None:
 
     class Message:
         def __str__(self) -> str:
-            seen.append(closure._lock.locked())
+            seen.append(closure._lock._is_owned())
             worker = threading.Thread(target=closure.snapshot)
             worker.start()
             worker.join(timeout=10)

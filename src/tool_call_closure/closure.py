@@ -34,7 +34,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, final
+from typing import Any, Final, cast, final
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import json_stringify, truncate_utf8
@@ -44,6 +44,7 @@ from tool_call_closure.machine.context import (
     BeginContext,
     CloseContext,
     ExportContext,
+    OwnedLock,
     ReadContext,
     Renderer,
     Run,
@@ -109,7 +110,6 @@ class ToolCallClosure:
         "_exporters",
         "_limits",
         "_lock",
-        "_lock_owner",
         "_machine",
         "_no_run_diagnostics",
         "_records",
@@ -142,8 +142,9 @@ class ToolCallClosure:
         # Validated in the table's order; the first invalid one raises (OPT-5).
         limits = {o.python: _limit(given[o.python], o.id, o.default) for o in TABLE.options}
         self._limits = Limits(**limits)
-        self._lock = threading.Lock()
-        self._lock_owner: int | None = None  # the thread holding _lock (reentry is refused, not waited for)
+        # An RLock only because it knows its owner: the machine refuses reentry (checked before every
+        # acquisition, never taken twice), so a finalizer of the thread holding it cannot deadlock it.
+        self._lock: OwnedLock = cast(OwnedLock, threading.RLock())  # typeshed omits RLock._is_owned
         # The whole committed state: generation counter, calls, state, close reason and diagnostics.
         # A commit replaces it (or one call record in it) with one assignment (machine.context.install).
         self._run: Run | None = None

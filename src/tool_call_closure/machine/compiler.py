@@ -42,10 +42,16 @@ must agree on every vector and on every step the bounded model check reaches
 
 from __future__ import annotations
 
+import ast
+import builtins
 import hashlib
+import inspect
 import linecache
 import re
+import sys
+import textwrap
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from tool_call_closure.errors import TableError
@@ -53,9 +59,12 @@ from tool_call_closure.machine.table import Row, Table
 
 __all__ = [
     "GENERATED_FILENAME",
+    "Inlined",
     "Operation",
     "compile_operations",
     "generate_source",
+    "inline",
+    "module_alias",
     "python_name",
     "row_commits",
 ]
@@ -98,11 +107,212 @@ class _Writer:
     def line(self, text: str = "") -> None:
         self.lines.append(("    " * self.depth + text) if text else "")
 
+    def block(self, text: str) -> None:
+        """A statement of one or more lines (an inlined statement, as :func:`ast.unparse` wrote it)."""
+        for part in text.splitlines():
+            self.line(part)
+
     def indent(self) -> None:
         self.depth += 1
 
     def dedent(self) -> None:
         self.depth -= 1
+
+
+# --------------------------------------------------------------------------- inlining the semantics
+
+# The generated functions' own local names; an inlined body's locals are renamed, so they never clash.
+_GENERATED_LOCALS: Final = frozenset({"ctx", "closure", "run", "state", "result", "target", "lock"})
+_NOT_INLINED: Final = (
+    ast.Lambda,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+    ast.Import,
+    ast.ImportFrom,
+)
+_VALUE_KINDS: Final = frozenset({"guard", "result", "observed", "target"})
+_HELPERS: Final = frozenset({"reentry_error", "reject", "spec_error", "draft_of", "install", "OPERATIONS"})
+
+
+@dataclass(frozen=True, slots=True)
+class Inlined:
+    """An implementation written into the generated code: statements to run, then (for a value) the expression."""
+
+    origin: str  # module.qualname of the implementation the text was taken from
+    statements: tuple[str, ...]
+    value: str | None  # the expression a guard, result, observed kind or target rule evaluates to
+
+
+def module_alias(module: str) -> str:
+    """The name under which the generated code reads the globals of ``module``: its last component, prefixed.
+
+    ``tool_call_closure.machine.semantics`` is read as ``semantics_``, so an
+    inlined ``bounded_string(…)`` reads ``semantics_.bounded_string(…)``.
+    """
+    return re.sub(r"[^A-Za-z0-9_]", "_", module.rpartition(".")[2]) + "_"
+
+
+def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None = None) -> Inlined | None:
+    """The body of ``function`` rewritten to run in place of a call, or ``None`` if it is not inlinable.
+
+    An implementation is inlined when it is a plain module-level function of
+    one parameter whose source is available, whose body holds no nested
+    function, class, import, ``global``/``nonlocal`` or generator, and — for a
+    value (guard, result, observed kind, target rule) — ends with its only
+    ``return``, or — for an effect — has no ``return`` at all.  Anything else
+    is called, exactly as before.  The rewrite keeps the meaning:
+
+    * the parameter becomes ``ctx`` and ``ctx.closure`` the operation's
+      ``closure`` local (the same object);
+    * every local name of the body gets a prefix of its own, so inlined bodies
+      and the generated code never share a local;
+    * every global name is read from its module at the time it runs
+      (``semantics_.name``: ``alias``, default :func:`module_alias`), so rebinding a module global — a monkeypatch, a
+      planted bug — changes the inlined code exactly as it changes a call;
+      builtins stay builtins.
+    """
+    if not inspect.isfunction(function) or function.__code__.co_freevars:
+        return None
+    code = function.__code__
+    plain = code.co_argcount == 1 and not code.co_kwonlyargcount and not code.co_posonlyargcount
+    if not plain or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR):
+        return None
+    module = sys.modules.get(function.__module__)
+    if module is None or vars(module) is not function.__globals__:
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+    definition = ast.parse(source).body[0]
+    if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
+        return None
+    body = list(definition.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    returns = [node for statement in body for node in ast.walk(statement) if isinstance(node, ast.Return)]
+    if kind in _VALUE_KINDS:
+        last = body[-1] if body else None
+        if not (isinstance(last, ast.Return) and last.value is not None and returns == [last]):
+            return None
+    elif returns:
+        return None
+    if any(isinstance(node, _NOT_INLINED) for statement in body for node in ast.walk(statement)):
+        return None
+    parameter = definition.args.args[0].arg
+    local_names = set().union(*(_assigned_names(statement) for statement in body)) - {parameter}
+    prefix = python_name(kind, name)
+    renamed = _Renamer(parameter, local_names, prefix, function.__globals__, alias or module_alias(module.__name__))
+    statements = [renamed.visit(statement) for statement in body]
+    statements = [statement for statement in statements if not isinstance(statement, ast.Pass)]
+    if renamed.unresolved:
+        return None
+    value: str | None = None
+    if kind in _VALUE_KINDS:
+        final = statements.pop()
+        assert isinstance(final, ast.Return)
+        assert final.value is not None
+        value = ast.unparse(final.value)
+    return Inlined(f"{function.__module__}.{function.__qualname__}", tuple(map(ast.unparse, statements)), value)
+
+
+class _Renamer(ast.NodeTransformer):
+    """Rewrites one body for inlining (see :func:`inline`)."""
+
+    def __init__(self, parameter: str, locals_: set[str], prefix: str, globals_: Mapping[str, Any], alias: str) -> None:
+        self.parameter = parameter
+        self.locals = locals_  # every name the body assigns is local to it throughout (Python's scoping rule)
+        self.prefix = prefix
+        self.globals = globals_
+        self.alias = alias
+        self.unresolved = False
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        target = node.value
+        reads_closure = isinstance(target, ast.Name) and target.id == self.parameter and node.attr == "closure"
+        if reads_closure and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Name("closure", ast.Load()), node)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.parameter:
+            return ast.copy_location(ast.Name("ctx", node.ctx), node)
+        if node.id in self.locals:
+            return ast.copy_location(ast.Name(f"{self.prefix}__{node.id}", node.ctx), node)
+        if node.id in self.globals:
+            module = ast.Name(self.alias, ast.Load())
+            return ast.copy_location(ast.Attribute(module, node.id, node.ctx), node)
+        if not hasattr(builtins, node.id) or node.id in _GENERATED_LOCALS:
+            self.unresolved = True
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        """A local's annotation is never evaluated: the inlined form is the plain assignment (or nothing)."""
+        if node.value is None:
+            return ast.copy_location(ast.Pass(), node)
+        assignment: ast.AST = self.visit(ast.copy_location(ast.Assign([node.target], node.value), node))
+        return assignment
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        if node.name is not None:
+            node.name = f"{self.prefix}__{node.name}"
+        return self.generic_visit(node)
+
+
+def _assigned_names(node: ast.AST) -> set[str]:
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    names |= {n.name for n in ast.walk(node) if isinstance(n, ast.ExceptHandler) and n.name is not None}
+    return names
+
+
+class _Code:
+    """How the generated code names or inlines each implementation of the table's names."""
+
+    def __init__(self, implementations: Mapping[str, Mapping[str, Callable[..., Any]]]) -> None:
+        self.inlined: dict[tuple[str, str], Inlined] = {}
+        self.modules: dict[str, str] = {}  # alias -> the module whose globals inlined bodies read through it
+        reserved = {python_name(kind, name) for kind in _KINDS for name in implementations.get(kind, {})}
+        reserved |= _GENERATED_LOCALS | _HELPERS | set(dir(builtins))
+        for kind in _KINDS:
+            for name, function in implementations.get(kind, {}).items():
+                module = getattr(function, "__module__", None)
+                if not isinstance(module, str):
+                    continue
+                alias = module_alias(module)
+                if alias in reserved or self.modules.setdefault(alias, module) != module:
+                    continue  # no unambiguous name for its module: called, not inlined
+                found = inline(kind, name, function, alias)
+                if found is not None:
+                    self.inlined[kind, name] = found
+
+    def statements(self, out: _Writer, kind: str, name: str) -> str:
+        """Emit what runs before the value of ``kind`` ``name``; return the expression of its value (or a call)."""
+        found = self.inlined.get((kind, name))
+        if found is None:
+            return f"{python_name(kind, name)}(ctx)"
+        out.line(f"# {kind} {_comment(name)}: inlined from {found.origin}")
+        for statement in found.statements:
+            out.block(statement)
+        return found.value if found.value is not None else ""
+
+    def effect(self, out: _Writer, name: str) -> None:
+        if ("effect", name) in self.inlined:
+            self.statements(out, "effect", name)
+        else:
+            out.line(f"{python_name('effect', name)}(ctx)")
+
+    def has_statements(self, kind: str, name: str) -> bool:
+        found = self.inlined.get((kind, name))
+        return found is not None and bool(found.statements)
+
+
+# --------------------------------------------------------------------------- the generated code
 
 
 def _state_groups(table: Table, op: str, phase: str) -> list[tuple[tuple[str, ...], tuple[Row, ...]]]:
@@ -117,40 +327,51 @@ def _state_groups(table: Table, op: str, phase: str) -> list[tuple[tuple[str, ..
     return [(tuple(states), rows_of[key]) for key, states in groups.items()]
 
 
-def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...]) -> None:
-    """An ``if``/``elif`` chain: the first row whose guard holds fires."""
+def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], code: _Code) -> None:
+    """An ``if``/``elif`` chain: the first row whose guard holds fires.
+
+    A guard inlined with statements of its own is evaluated in an ``else:``
+    branch of the previous guard (its statements first), so guards are still
+    evaluated one by one, in table order, until one holds.
+    """
     if not rows:
         out.line("pass  # no row: on to the next phase")
         return
+    depth = out.depth
+    opening = True  # the next guard opens an ``if`` (else it continues the chain with ``elif``)
     for position, row in enumerate(rows):
         if row.guard is None:
-            if position:
+            if not opening:
                 out.line("else:")
                 out.indent()
-            _emit_firing(out, table, row)
-            if position:
-                out.dedent()
+            _emit_firing(out, table, row, code)
             skipped = rows[position + 1 :]
             if skipped:
                 out.line(f"# never reached: {', '.join(_comment(r.id) for r in skipped)} (an earlier row always fires)")
-            return
-        keyword = "if" if position == 0 else "elif"
-        out.line(f"{keyword} {python_name('guard', row.guard)}(ctx):")
+            break
+        if not opening and code.has_statements("guard", row.guard):
+            out.line("else:")  # the guard's statements run only if no earlier guard held
+            out.indent()
+            opening = True
+        condition = code.statements(out, "guard", row.guard)
+        out.line(f"{'if' if opening else 'elif'} {condition}:")
         out.indent()
-        _emit_firing(out, table, row)
+        _emit_firing(out, table, row, code)
         out.dedent()
+        opening = False
+    out.depth = depth
 
 
-def _emit_firing(out: _Writer, table: Table, row: Row) -> None:
+def _emit_firing(out: _Writer, table: Table, row: Row, code: _Code) -> None:
     out.line(f"# {_comment(row.id)}" + (f"  ({', '.join(row.catalogue)})" if row.catalogue else ""))
     out.line("if closure._trace is not None:")
     out.line(f"    closure._trace.append({row.id!r})")
     for effect in row.effects:
-        out.line(f"{python_name('effect', effect)}(ctx)")
+        code.effect(out, effect)
     if len(row.to) == 1:
         out.line(f"draft_of(ctx).state = {row.to[0]!r}  # the draft: installed with the rest of the commit")
     elif row.to_by is not None:
-        out.line(f"target = {python_name('target', row.to_by)}(ctx)")
+        out.line(f"target = {code.statements(out, 'target', row.to_by)}")
         out.line(f"if target not in {row.to!r}:")
         out.line(f"    raise spec_error('illegal_transition', operation={row.op!r}, state=target)")
         out.line("draft_of(ctx).state = target  # the draft: installed with the rest of the commit")
@@ -163,14 +384,15 @@ def _emit_firing(out: _Writer, table: Table, row: Row) -> None:
         return
     if result.kind == "reject":
         call_id = "ctx.call_id" if result.call_id == "argument" else "None"
-        observed = f"{python_name('observed', result.observed)}(ctx)" if result.observed is not None else "None"
+        observed = code.statements(out, "observed", result.observed) if result.observed is not None else "None"
         out.line(f"return reject(ctx, {result.name!r}, {call_id}, {observed})")
     elif result.kind == "return" and commits:
-        out.line(f"result = {python_name('result', result.name)}(ctx)  # built from the draft, before the install")
+        value = code.statements(out, "result", result.name)
+        out.line(f"result = {value}  # built from the draft, before the install")
         out.line("install(ctx)  # the commit takes effect: one assignment, after everything that can fail")
         out.line("return result")
     elif result.kind == "return":
-        out.line(f"return {python_name('result', result.name)}(ctx)")
+        out.line(f"return {code.statements(out, 'result', result.name)}")
     else:
         out.line(f"raise spec_error({result.name!r})")
 
@@ -192,14 +414,14 @@ def _segments(table: Table, op: str) -> list[tuple[bool, list[str]]]:
     return segments
 
 
-def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool) -> None:
+def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool, code: _Code) -> None:
     out.line(f"# --- phase {_comment(phase)} ({'locked' if locked else 'unlocked: caller code may run'})")
     if not locked:  # the same rows in every state (the validator requires it)
-        _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state))
+        _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state), code)
         return
     groups = _state_groups(table, op, phase)
     if len(groups) == 1:
-        _emit_rows(out, table, groups[0][1])
+        _emit_rows(out, table, groups[0][1], code)
         return
     out.line("run = closure._run")
     out.line('state = run.state if run is not None else "none"')
@@ -208,66 +430,65 @@ def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool) -
         test = f"state == {states[0]!r}" if len(states) == 1 else f"state in {states!r}"
         out.line(f"{keyword} {test}:")
         out.indent()
-        _emit_rows(out, table, rows)
+        _emit_rows(out, table, rows, code)
         out.dedent()
 
 
-def _emit_operation(out: _Writer, table: Table, op: str) -> None:
-    """``run_<op>``, then one ``locked_<op>_<k>`` function per lock segment (run by ``run_locked``)."""
+def _emit_operation(out: _Writer, table: Table, op: str, code: _Code) -> None:
+    """``run_<op>``: the phases in order, each run of locked phases under one acquisition of the lock."""
     spec = table.operations[op]
-    segments = _segments(table, op)
     out.line(f"def run_{op}(ctx):")
     out.indent()
     out.line(_docstring(f"{op}: {' -> '.join(spec.phases)}."))
     out.line("closure = ctx.closure")
-    locked_functions: list[tuple[str, list[str]]] = []
-    for locked, phases in segments:
+    for locked, phases in _segments(table, op):
         if not locked:
             for phase in phases:
-                _emit_phase(out, table, op, phase, locked)
+                _emit_phase(out, table, op, phase, locked, code)
             continue
-        name = f"locked_{op}_{len(locked_functions) + 1}"
-        locked_functions.append((name, phases))
         label = "phase" if len(phases) == 1 else "phases"
-        out.line(f"# --- {label} {', '.join(_comment(p) for p in phases)}: under the lock, in {name}")
-        out.line(f"outcome = run_locked({op!r}, ctx, {name})")
-        out.line("if outcome is not NEXT:")
-        out.line("    return outcome")
+        out.line(f"# --- {label} {', '.join(_comment(p) for p in phases)}: under the lock, in one acquisition")
+        out.line("lock = closure._lock")
+        out.line("if lock._is_owned():  # a finalizer or signal handler of this thread, inside a locked phase")
+        out.line(f"    raise reentry_error({op!r})")
+        out.line("with lock:")
+        out.indent()
+        for phase in phases:
+            _emit_phase(out, table, op, phase, True, code)
+        out.dedent()
     out.line("# no row ended the operation: the table's default")
     out.line("run = closure._run")
     out.line(
         f'raise spec_error({table.default_error!r}, operation={op!r}, state=run.state if run is not None else "none")'
     )
     out.dedent()
-    for name, phases in locked_functions:
-        out.line("")
-        out.line("")
-        out.line(f"def {name}(ctx):")
-        out.indent()
-        out.line(_docstring(f"{op}, under the lock: {' -> '.join(phases)}; NEXT if no row ended it."))
-        out.line("closure = ctx.closure")
-        for phase in phases:
-            _emit_phase(out, table, op, phase, True)
-        out.line("return NEXT")
-        out.dedent()
 
 
-def generate_source(table: Table) -> str:
-    """The Python source of the compiled table: ``run_<op>(ctx)`` per operation and an ``OPERATIONS`` map."""
+def generate_source(table: Table, implementations: Mapping[str, Mapping[str, Callable[..., Any]]]) -> str:
+    """The Python source of the compiled table: ``run_<op>(ctx)`` per operation and an ``OPERATIONS`` map.
+
+    ``implementations`` (kind -> the table's name -> function) decides what is
+    inlined (:func:`inline`) and what is called.
+    """
+    return _generate(table, _Code(implementations))
+
+
+def _generate(table: Table, code: _Code) -> str:
     out = _Writer()
     out.line(_docstring(f"The transition table {table.version}, compiled: one function per operation.")[:-3])
     out.line("")
     out.line("Generated from spec/machine.json by tool_call_closure.machine.compiler; do not edit.")
-    out.line("Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X;")
-    out.line("reject(ctx, reason, call_id, observed) records the diagnostic and returns the Rejection;")
-    out.line("draft_of(ctx) is the run a commit builds aside, install(ctx) puts it in place with one assignment;")
-    out.line("run_locked(op, ctx, segment) runs segment(ctx) under the instance's lock (Machine.run_locked, shared")
-    out.line("with the walk: reentry refused, owner recorded and cleared); NEXT means no row ended the operation.")
+    out.line("Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X,")
+    out.line("called; a body marked 'inlined from' is that function's body, its locals prefixed and its globals")
+    out.line("read from its module (semantics_...); reject(ctx, reason, call_id, observed) records the diagnostic and")
+    out.line("returns the Rejection; draft_of(ctx) is the run a commit builds aside, install(ctx) puts it in place")
+    out.line("with one assignment; each run of locked phases holds the instance's lock once (reentry from the")
+    out.line("thread holding it raises reentry_error instead of waiting on itself).")
     out.line('"""')
     for op in table.operations:
         out.line("")
         out.line("")
-        _emit_operation(out, table, op)
+        _emit_operation(out, table, op, code)
     out.line("")
     out.line("")
     entries = ", ".join(f"{op!r}: run_{op}" for op in table.operations)
@@ -282,11 +503,14 @@ def compile_operations(
 
     ``implementations`` maps each kind (guard, effect, result, observed,
     target) to the table's names for it and their functions; ``helpers`` holds
-    the mechanisms the generated code shares with the walk (``run_locked``,
-    ``NEXT``, ``reject``, ``spec_error``, ``draft_of``, ``install``).  Returns the source and ``{op: function}``.
+    the mechanisms the generated code shares with the walk (``reentry_error``,
+    ``reject``, ``spec_error``, ``draft_of``, ``install``).  Returns the source and ``{op: function}``.
     """
-    source = generate_source(table)
+    code = _Code(implementations)
+    source = _generate(table, code)
     namespace: dict[str, Any] = {"__builtins__": __builtins__, **helpers}
+    for alias, module_name in code.modules.items():  # the globals of inlined bodies are read from their module
+        namespace[alias] = sys.modules[module_name]
     for kind in _KINDS:
         for name, function in implementations[kind].items():
             identifier = python_name(kind, name)

@@ -46,7 +46,6 @@ snapshot it handed out, never the object handed out.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
@@ -72,6 +71,7 @@ __all__ = [
     "HandleContext",
     "Instance",
     "MachineView",
+    "OwnedLock",
     "ReadContext",
     "Renderer",
     "Run",
@@ -174,6 +174,14 @@ def _forget_record(record: SnapshotRecord) -> None:
         del records[record.key]
 
 
+class OwnedLock(Protocol):
+    """The instance's lock: a ``threading.RLock``, for its ``_is_owned()`` (the calling thread holds it)."""
+
+    def __enter__(self) -> bool: ...
+    def __exit__(self, *exc_info: object) -> None: ...
+    def _is_owned(self) -> bool: ...
+
+
 class MachineView(Protocol):
     """What the semantics read of the compiled machine (:class:`.interpreter.Machine` provides it)."""
 
@@ -196,11 +204,12 @@ class Instance(Protocol):
     ``_run`` is the whole committed state of the instance: the generation
     counter (``_generation``) and the current diagnostics (``_diagnostics``)
     are read from it, so installing a new ``Run`` is one assignment.
-    ``_lock_owner`` is the thread id holding ``_lock`` (``None`` when free).
+    ``_lock`` is a ``threading.RLock`` only so that ``_lock._is_owned()``
+    tells whether the calling thread holds it (reentry is refused, never
+    allowed: the machine checks before every acquisition).
     """
 
-    _lock: threading.Lock
-    _lock_owner: int | None
+    _lock: OwnedLock
     _run: Run | None
     _registry: weakref.WeakValueDictionary[int, Snapshot]
     _records: dict[int, SnapshotRecord]
@@ -398,8 +407,8 @@ def reentry_error(operation: str) -> Exception:
     can do that — they run wherever the interpreter happens to be, including
     inside a locked phase.  Waiting for the lock would deadlock the thread on
     itself; a clear ``UsageError`` (``reentrant_call``) is raised instead.
-    The check compares the lock's owner with the calling thread's own id
-    (``threading.get_ident()``), so another thread holding the lock never
+    The check asks the lock whether the *calling* thread owns it
+    (``RLock._is_owned()``), so another thread holding the lock never
     triggers it: that thread's operation is simply waited for.
     """
     return spec_error("reentrant_call", operation=operation)

@@ -24,10 +24,10 @@ Two ways to run the same table.  :meth:`Machine.walk` is the definition: it
 walks the compiled rows exactly as described here.  :meth:`Machine.run`, what
 the public class calls, executes the same walk written out as Python code
 when the table is loaded (:mod:`.compiler`: one generated function per
-operation and per lock segment, printed by ``tool-call-closure table
---emit-python``), so the per-phase lookups, loops and row records cost
-nothing at run time.  Both bind the same semantics and share the same
-mechanisms (the lock segment's shape in :meth:`Machine.run_locked`,
+operation, printed by ``tool-call-closure table --emit-python``), so the
+per-phase lookups, loops, row records and most calls cost nothing at run
+time: the bodies of the semantics are written into it.  Both bind the same
+semantics and share the same mechanisms (the lock segment's shape,
 ``draft_of``, ``install``, :func:`record_rejection`); the tests hold them to
 the same answers on every vector and every step the bounded model check
 reaches.
@@ -66,7 +66,6 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from threading import get_ident
 from typing import Any, Final, cast
 
 from tool_call_closure.errors import TableError, spec_error
@@ -122,6 +121,7 @@ class Machine:
         "closed",
         "effect_run_to",
         "export_format",
+        "implementations",
         "initial_call_state",
         "operations",
         "plans",
@@ -179,19 +179,20 @@ class Machine:
             plans[op_id] = tuple((locked, tuple(phases)) for locked, phases in segments)
         self.plans = plans
         self.operations: Mapping[str, Operation]
+        # What the table's names are bound to, by kind (what the compiler inlines or calls).
+        self.implementations: Mapping[str, Mapping[str, Callable[..., Any]]] = {
+            "guard": dict(sem.GUARDS),
+            "effect": dict(sem.EFFECTS),
+            "result": dict(sem.RESULTS),
+            "observed": dict(sem.OBSERVED),
+            "target": dict(sem.TARGETS),
+        }
         # The same table written out as Python (see .compiler); ``run`` executes it.
         self.source, self.operations = compile_operations(
             table,
+            self.implementations,
             {
-                "guard": sem.GUARDS,
-                "effect": sem.EFFECTS,
-                "result": sem.RESULTS,
-                "observed": sem.OBSERVED,
-                "target": sem.TARGETS,
-            },
-            {
-                "run_locked": self.run_locked,
-                "NEXT": _NEXT,
+                "reentry_error": reentry_error,
                 "reject": record_rejection,
                 "spec_error": spec_error,
                 "draft_of": draft_of,
@@ -206,36 +207,22 @@ class Machine:
         """
         return self.operations[op](ctx)
 
-    def run_locked(self, op: str, ctx: Context, segment: Callable[[Context], Any]) -> Any:
-        """One lock segment of a compiled operation: ``segment(ctx)`` under the lock, in the walk's shape."""
-        closure = ctx.closure
-        me = get_ident()
-        if closure._lock_owner == me:
-            raise reentry_error(op)
-        with closure._lock:
-            try:
-                closure._lock_owner = me
-                return segment(ctx)
-            finally:
-                closure._lock_owner = None
-
     def walk(self, op: str, ctx: Context) -> Any:
         """Run operation ``op`` by walking the table's rows: the definition the compiled operations follow.
 
         A lock segment (consecutive locked phases) has one shape, which is what
-        makes it safe under any exception; :meth:`run_locked` (the compiled
-        path's) has it exactly:
+        makes it safe under any exception; the compiled operations have it exactly:
 
         1. the reentry check first: a finalizer, signal handler or weakref
-           callback of *this* thread entering while it holds the lock raises
-           :func:`~.context.reentry_error` instead of waiting on itself forever;
-        2. ``with lock:`` (a C-level lock: nothing runs between acquiring it
-           and entering the block, so an asynchronous exception cannot leak it);
-        3. inside the block, ``try:`` *then* record the owner, and ``finally``
-           clear it, so an exception anywhere in between leaves no stale owner.
+           callback of *this* thread entering while it holds the lock
+           (``lock._is_owned()``: the instance's lock is a ``threading.RLock``,
+           which knows its owner) raises :func:`~.context.reentry_error`
+           instead of deadlocking on itself; the lock is never taken twice;
+        2. ``with lock:`` (a C-level lock: acquiring it and registering its
+           release are one step, so an asynchronous exception cannot leak it,
+           and there is no owner bookkeeping an exception could leave stale).
         """
         closure = ctx.closure
-        me = get_ident()
         for locked, phases in self.plans[op]:
             if not locked:
                 # Unlocked phases do not depend on the state (the validator requires it), so they never
@@ -245,18 +232,15 @@ class Machine:
                     if outcome is not _NEXT:
                         return outcome
                 continue
-            if closure._lock_owner == me:
+            lock = closure._lock
+            if lock._is_owned():
                 raise reentry_error(op)
-            with closure._lock:
-                try:
-                    closure._lock_owner = me
-                    for by_state in phases:
-                        run = closure._run
-                        outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
-                        if outcome is not _NEXT:
-                            return outcome
-                finally:
-                    closure._lock_owner = None
+            with lock:
+                for by_state in phases:
+                    run = closure._run
+                    outcome = self._fire(ctx, by_state[run.state if run is not None else "none"])
+                    if outcome is not _NEXT:
+                        return outcome
         raise spec_error(self.table.default_error, operation=op, state=_state_name(closure))
 
     def _fire(self, ctx: Context, rows: tuple[CompiledRow, ...]) -> Any:

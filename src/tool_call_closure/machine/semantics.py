@@ -348,13 +348,23 @@ def _class_declares(cls: type, name: str) -> bool:
 
 
 def validate_call_id(ctx: SettleContext) -> None:
-    ctx.call_id = bounded_string(ctx.call_id, ctx.closure._limits.max_id_bytes, "callId")
+    call_id = ctx.call_id
+    run = ctx.closure._run
+    # A plain str that is a key of an installed run's index passed this very check when begin announced it
+    # (same rule, same limit: the limits never change), so the answer is the same without running it again.
+    # The index of a run never changes, and reading the installed run is one atomic read: no lock needed.
+    if not (type(call_id) is str and run is not None and call_id in run.index):
+        call_id = bounded_string(call_id, ctx.closure._limits.max_id_bytes, "callId")
+    ctx.call_id = call_id
 
 
 def read_handle_generation(ctx: HandleContext) -> None:
     handle = ctx.handle
     generation = handle.generation if type(handle) is BatchHandle else read_key(handle, "generation")
-    ctx.reject_generation = safe_positive_int(generation)
+    if type(generation) is int and 0 < generation <= MAX_SAFE_INTEGER:
+        ctx.reject_generation = generation  # the common case, decided as safe_positive_int decides it
+    else:
+        ctx.reject_generation = safe_positive_int(generation)
 
 
 def read_status_preview(ctx: SettleContext) -> None:
@@ -363,10 +373,13 @@ def read_status_preview(ctx: SettleContext) -> None:
 
 
 def normalize_outcome(ctx: SettleContext) -> None:
+    # One assignment at the end and no early return: the compiler writes this body into the settle operation.
     limits = ctx.closure._limits
-    texts = ctx.closure._machine.texts
     status = ctx.fixed_status
-    if status is None:  # settle: read the outcome object
+    settlement: SettlementRecord
+    if status == "success":  # succeed
+        settlement = ("success", "reported", serialize_content(ctx.content, limits.max_result_bytes), None, None, None)
+    elif status is None:  # settle: read the outcome object
         outcome = ctx.outcome
         if not is_object(outcome):
             raise spec_error("outcome_not_object")
@@ -376,24 +389,23 @@ def normalize_outcome(ctx: SettleContext) -> None:
             raise spec_error("outcome_status_invalid")
         if status == "success":
             content = serialize_content(read_key(outcome, "content"), limits.max_result_bytes)
-            ctx.settlement = ("success", "reported", content, None, None, None)
-            return
-        code: object = read_key(outcome, "code")
-        code = status if _absent(code) else bounded_string(code, limits.max_code_bytes, "outcome.code")
-        message = message_text(read_key(outcome, "message"), _default_message(texts, status), limits.max_message_bytes)
-    elif status == "success":  # succeed
-        content = serialize_content(ctx.content, limits.max_result_bytes)
-        ctx.settlement = ("success", "reported", content, None, None, None)
-        return
+            settlement = ("success", "reported", content, None, None, None)
+        else:
+            code: object = read_key(outcome, "code")
+            code = status if _absent(code) else bounded_string(code, limits.max_code_bytes, "outcome.code")
+            default = _default_message(ctx.closure._machine.texts, status)
+            message = message_text(read_key(outcome, "message"), default, limits.max_message_bytes)
+            settlement = (status, "reported", None, code, message, None)
     else:  # fail or cancel: the code is checked before the message is converted (NORM-5)
         code = ctx.code
         code = ctx.default_code if _absent(code) else bounded_string(code, limits.max_code_bytes, "outcome.code")
-        default = _default_message(texts, status)
+        default = _default_message(ctx.closure._machine.texts, status)
         if ctx.message_is_error:
             message = error_message_text(ctx.message, default, limits.max_message_bytes)
         else:
             message = message_text(ctx.message, default, limits.max_message_bytes)
-    ctx.settlement = (status, "reported", None, code, message, None)
+        settlement = (status, "reported", None, code, message, None)
+    ctx.settlement = settlement
 
 
 def _refuse_unknown_keys(value: object, known: frozenset[str], code: str) -> None:
