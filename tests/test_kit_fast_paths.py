@@ -352,6 +352,26 @@ def test_both_line_readers_split_on_newline_only_and_keep_an_unterminated_last_l
         lines.close()
 
 
+@pytest.mark.parametrize("reader", [_PolledLines, _ThreadedLines])
+def test_both_line_readers_read_a_line_longer_than_the_pipe_holds(reader: Any) -> None:
+    long_line = b'{"ok":"' + b"x" * 300_000 + b'"}'
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(write_end, "wb") as out:
+            out.write(long_line + b"\n" + long_line)
+
+    with os.fdopen(read_end, "rb") as stream:
+        lines = reader(stream)
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert lines.read_line(30) == long_line
+        assert lines.read_line(30) == long_line
+        assert lines.read_line(30) is None
+        writer.join()
+        lines.close()
+
+
 SCRIPT = r"""
 import sys, time
 out = sys.stdout.buffer

@@ -9,6 +9,11 @@ runners, so it maps protocol values to Python values exactly as the protocol
 specifies and never lets a Python exception escape: every failure becomes an
 ``error`` response and the server keeps serving.
 
+Responses are written as :func:`~._closure.to_json` writes their values; a
+value that is a tree of the library's value objects (a snapshot, a settlement
+result) goes through json's C encoder instead, checked on the way to hold
+nothing that encoder writes differently (:class:`_ResponseText`).
+
 Argument decoding turns tags into objects: handles this session created,
 look-alike handles, earlier results and structural copies of them, absent
 arguments, NaN/±Infinity, exception objects, and hooks.  A :class:`Hook` is

@@ -146,21 +146,25 @@ class _PolledLines:
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._fd, selectors.EVENT_READ)
         self._buffer = bytearray()
+        self._scanned = 0  # how much of the buffer is known to hold no newline: a long line is scanned once
         self._ended = False
 
     def read_line(self, timeout: float) -> bytes | None:
         """The next line without its ``\\n``, ``None`` once the output has ended; TimeoutError after ``timeout`` s."""
         deadline = time.perf_counter() + timeout
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", self._scanned)
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
+                self._scanned = 0
                 return line
+            self._scanned = len(self._buffer)
             if self._ended:
                 if self._buffer:
                     line = bytes(self._buffer)
                     self._buffer.clear()
+                    self._scanned = 0
                     return line
                 return None
             if not self._selector.select(max(0.0, deadline - time.perf_counter())):
