@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from tool_call_closure.conformance.subject import (
     ProcessSubject,
     _PolledLines,
     _ThreadedLines,
+    encode_request,
     parse_response_line,
 )
 from tool_call_closure.conformance.vectors import load_vectors
@@ -311,8 +313,8 @@ def test_a_vector_failing_on_text_is_reported_as_before() -> None:
     from tool_call_closure.conformance.conform import SubjectSpec, run_conformance
 
     class Lying(InProcessSubject):
-        def send_lines(self, request: dict[str, Any] | str) -> list[str]:
-            lines = super().send_lines(request)
+        def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
+            lines = super().send_lines(request, meanwhile)
             return [line.replace('"accepted":true', '"accepted":false') for line in lines]
 
     class Spec(SubjectSpec):
@@ -325,6 +327,45 @@ def test_a_vector_failing_on_text_is_reported_as_before() -> None:
     assert result.path is not None
     assert result.path.endswith(".accepted")
     assert (result.expected_value, result.actual_value) == (True, False)
+
+
+def test_work_ahead_happens_while_the_subject_answers_and_a_failing_encoding_fails_at_its_own_step() -> None:
+    from tool_call_closure.conformance.conform import SubjectSpec, run_conformance
+    from tool_call_closure.conformance.vectors import Vector
+
+    events: list[str] = []
+
+    class Recording(InProcessSubject):
+        def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
+            if meanwhile is None:  # the handshake
+                return super().send_lines(request)
+            events.append(f"send {request}")
+
+            def recorded() -> None:
+                events.append("meanwhile")
+                meanwhile()
+
+            lines = super().send_lines(request, recorded)
+            events.append("answered")
+            return lines
+
+    class Spec(SubjectSpec):
+        def start(self) -> InProcessSubject:
+            return Recording()
+
+    vector = next(v for v in load_vectors() if v.id == "model-settle-commit-record")
+    (result,) = run_conformance([vector], Spec()).results
+    assert result.outcome == "passed"
+    lines = [encode_request(step["request"]) for step in vector.steps]
+    assert events == [event for line in lines for event in (f"send {line}", "meanwhile", "answered")]
+    unencodable = Vector(
+        vector.path,
+        {**vector.data, "steps": [vector.steps[0], {"request": {"id": 1, "x": object()}, "responses": [{}]}]},
+    )
+    events.clear()
+    with pytest.raises(Exception, match="JSON-serializable"):
+        run_conformance([unencodable], Spec())
+    assert events == [f"send {lines[0]}", "meanwhile", "answered"]  # step 2 failed before it was sent
 
 
 # --------------------------------------------------------------------------- a subprocess subject's output
@@ -396,3 +437,31 @@ def test_a_process_subject_reads_lines_written_in_any_chunks(tmp_path: Path) -> 
         assert subject.send({"id": 2, "cmd": "x"}) == [{"id": 1, "nested": 1, "ok": None}, {"id": 2, "ok": "\u2028"}]
         assert subject.send({"id": "bye", "cmd": "bye"}) == [{"id": "bye", "ok": None}]  # no final newline
         assert time.monotonic() - started < 10
+
+
+ECHO = r"""
+import pathlib, sys
+for line in sys.stdin.buffer:
+    if b'"bye"' in line:
+        break
+    pathlib.Path(sys.argv[1]).write_bytes(line)  # the request has arrived
+    sys.stdout.buffer.write(b'{"id":1,"ok":null}\n')
+    sys.stdout.buffer.flush()
+"""
+
+
+def test_a_process_subject_runs_meanwhile_once_the_request_has_reached_the_subject(tmp_path: Path) -> None:
+    script, marker = tmp_path / "echo.py", tmp_path / "arrived"
+    script.write_text(ECHO)
+    seen: list[bytes] = []
+
+    def meanwhile() -> None:
+        for _ in range(1000):  # the subject writes the marker as soon as it has read the line
+            if marker.exists() and marker.read_bytes():
+                seen.append(marker.read_bytes())
+                return
+            time.sleep(0.01)
+
+    with ProcessSubject([sys.executable, str(script), str(marker)], timeout=30) as subject:
+        assert subject.send_lines({"id": 1, "cmd": "x"}, meanwhile) == ['{"id":1,"ok":null}']
+    assert seen == [b'{"id":1,"cmd":"x"}\n']

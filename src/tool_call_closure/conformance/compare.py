@@ -29,7 +29,15 @@ from typing import Any, Final
 
 from tool_call_closure.machine.table import TABLE
 
-__all__ = ["diff_response", "diff_responses", "error_code", "first_difference", "same_text", "same_value"]
+__all__ = [
+    "diff_response",
+    "diff_responses",
+    "error_code",
+    "expected_text",
+    "first_difference",
+    "same_text",
+    "same_value",
+]
 
 
 def _template_pattern(message: str, prefix: bool) -> re.Pattern[str]:
@@ -88,25 +96,32 @@ def _text_encoder() -> Callable[[Any], str]:
 _EXPECTED_TEXT: Final = _text_encoder()
 
 
+def expected_text(expected: Sequence[dict[str, Any]]) -> list[str] | None:
+    """The compact JSON text of each ``expected`` response line, or None when the text cannot decide.
+
+    Response lines whose text equals these are :func:`same_text`.  None when an expected response holds NaN
+    or Infinity, or an error that is not an object with a kind (such an error differs even from itself in
+    :func:`diff_responses`): then only the parsed comparison decides.
+    """
+    texts = []
+    try:
+        for want in expected:
+            if "error" in want and not (type(want["error"]) is dict and "kind" in want["error"]):
+                return None
+            texts.append(_EXPECTED_TEXT(want))
+    except (ValueError, TypeError):  # NaN or Infinity, or not JSON data at all
+        return None
+    return texts
+
+
 def same_text(expected: Sequence[dict[str, Any]], lines: Sequence[str]) -> bool:
     """Are ``lines`` (response lines as written, without ``\\n``) the text of the ``expected`` responses?
 
     True implies :func:`diff_responses` finds no difference: each line parses to a value equal to its expected
-    response in every respect :func:`same_value` looks at, and every expected error is an object with a kind
-    (an expected error of another shape differs even from itself there).  False says nothing: compare the
-    parsed lines.
+    response in every respect :func:`same_value` looks at.  False says nothing: compare the parsed lines.
     """
-    if len(expected) != len(lines):
-        return False
-    try:
-        for want, line in zip(expected, lines, strict=True):
-            if _EXPECTED_TEXT(want) != line:
-                return False
-            if "error" in want and not (type(want["error"]) is dict and "kind" in want["error"]):
-                return False
-    except (ValueError, TypeError):  # NaN or Infinity, or not JSON data at all: the parsed comparison decides
-        return False
-    return True
+    texts = expected_text(expected)
+    return texts is not None and texts == list(lines)
 
 
 def first_difference(expected: Any, actual: Any, path: str = "$") -> tuple[str, Any, Any] | None:

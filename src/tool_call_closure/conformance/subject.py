@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -48,6 +48,7 @@ __all__ = [
     "ProcessSubject",
     "Subject",
     "SubjectError",
+    "encode_request",
     "locate_original",
     "node_adapter",
     "original_command",
@@ -69,14 +70,18 @@ class Subject:
         """Send one request; return the parsed response lines it caused, the request's own last."""
         raise NotImplementedError
 
-    def send_lines(self, request: dict[str, Any] | str) -> list[str]:
+    def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
         """Send one request; return the text of the response lines it caused (without their ``\\n``).
 
-        :func:`parse_response_line` of each is what :meth:`send` returns.  This default re-encodes what
-        :meth:`send` parsed (the compact JSON of :func:`json.dumps`); the subjects below return what the
-        subject wrote.
+        :func:`parse_response_line` of each is what :meth:`send` returns.  ``meanwhile`` (which must not
+        raise) is called once the request is on its way and before its answer is awaited: a subprocess works
+        on the request meanwhile.  This default re-encodes what :meth:`send` parsed (the compact JSON of
+        :func:`json.dumps`); the subjects below return what the subject wrote.
         """
-        return [_TEXT.encode(response) for response in self.send(request)]
+        responses = self.send(request)
+        if meanwhile is not None:
+            meanwhile()
+        return [_TEXT.encode(response) for response in responses]
 
     def stderr_text(self) -> str:
         """What the subject wrote to stderr so far (for reports)."""
@@ -92,7 +97,8 @@ class Subject:
         self.close()
 
 
-def _encode(request: dict[str, Any] | str) -> str:
+def encode_request(request: dict[str, Any] | str) -> str:
+    """The line a request is sent as (without its ``\\n``): ``JSON.stringify`` of it, or the text itself."""
     if isinstance(request, str):
         return request
     from tool_call_closure.ecma import json_stringify
@@ -126,10 +132,12 @@ class InProcessSubject(Subject):
     def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
         return [parse_response_line(line) for line in self.send_lines(request)]
 
-    def send_lines(self, request: dict[str, Any] | str) -> list[str]:
+    def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
         self._buffer.seek(0)
         self._buffer.truncate()
-        self._server.handle_line(_encode(request))
+        self._server.handle_line(encode_request(request))
+        if meanwhile is not None:
+            meanwhile()
         return self.raw_lines()
 
     def raw_lines(self) -> list[str]:
@@ -254,15 +262,17 @@ class ProcessSubject(Subject):
     def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
         return [response for _, response in self._exchange(request)]
 
-    def send_lines(self, request: dict[str, Any] | str) -> list[str]:
-        return [line for line, _ in self._exchange(request)]
+    def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
+        return [line for line, _ in self._exchange(request, meanwhile)]
 
-    def _exchange(self, request: dict[str, Any] | str) -> list[tuple[str, dict[str, Any]]]:
+    def _exchange(
+        self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
         """Write one request; read its response lines (text and parsed) up to the request's own."""
         stdin = self._process.stdin
         assert stdin is not None
         try:
-            stdin.write(_encode(request).encode("utf-8") + b"\n")
+            stdin.write(encode_request(request).encode("utf-8") + b"\n")
             stdin.flush()
         except OSError as exc:
             # A subject that already exited closes its input too: name the exit, the more useful fact.
@@ -271,6 +281,8 @@ class ProcessSubject(Subject):
             except subprocess.TimeoutExpired:
                 raise SubjectError(f"subject closed its input: {exc}") from exc
             raise SubjectError(f"subject exited with status {code} before answering ({exc})") from exc
+        if meanwhile is not None:
+            meanwhile()
         responses: list[tuple[str, dict[str, Any]]] = []
         # The timeout bounds the whole request, however many nested lines the subject writes meanwhile.
         deadline = time.perf_counter() + self.timeout
