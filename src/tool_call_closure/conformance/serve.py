@@ -224,8 +224,8 @@ class Hook:
 # code anywhere (the value types' ``__json__`` only read fields).  One step differs: JSON.stringify escapes
 # lone surrogates, the C encoder writes them raw, so text holding any surrogate is written the general way.
 # _ResponseText checks the forms on the way (the encoder calls ``default`` for each value object), gives up at
-# the first member outside that set, and then to_json writes the value; tests/test_serve.py compares both
-# paths over generated values and over every value the vectors make the reference write.
+# the first member outside that set, and then to_json writes the value; tests/test_kit_fast_paths.py compares
+# both paths over generated values and over every value the vectors make the reference write.
 
 _VALUE_TYPES: Final = frozenset(
     cls

@@ -281,13 +281,13 @@ class ProcessSubject(Subject):
             except subprocess.TimeoutExpired:
                 raise SubjectError(f"subject closed its input: {exc}") from exc
             raise SubjectError(f"subject exited with status {code} before answering ({exc})") from exc
-        if meanwhile is not None:
-            meanwhile()
         responses: list[tuple[str, dict[str, Any]]] = []
         # The timeout bounds the whole request, however many nested lines the subject writes meanwhile.
         deadline = time.perf_counter() + self.timeout
         if self.deadline is not None:
             deadline = min(deadline, self.deadline)
+        if meanwhile is not None:
+            meanwhile()
         while True:
             try:
                 raw = self._lines.read_line(max(0.0, deadline - time.perf_counter()))
