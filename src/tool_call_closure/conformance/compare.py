@@ -9,17 +9,35 @@ reference's message is matched to the template it instantiates; an ``exact``
 template's message must be equal, a ``prefix`` template's message must start
 with the reference's text (its tail is engine-specific), and a
 ``ProtocolError``'s message is free text and not compared.
+
+Most responses a runner reads are exactly the text the reference would
+write, so :func:`same_text` checks that first, without parsing: one call of
+the C JSON encoder per expected line and a string comparison.  Equal text
+implies agreement — the encoder writes every parsed JSON value so that parsing
+the text gives back an equal value, key order and number types included — so
+only lines whose text differs are parsed and compared by the rules above
+(a different spelling of the same value, such as ``1.0`` for ``1``, ``1e-7``
+or an escaped character, still agrees).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from tool_call_closure.machine.table import TABLE
 
-__all__ = ["diff_response", "diff_responses", "error_code", "first_difference", "same_value"]
+__all__ = [
+    "diff_response",
+    "diff_responses",
+    "error_code",
+    "expected_text",
+    "first_difference",
+    "same_text",
+    "same_value",
+]
 
 
 def _template_pattern(message: str, prefix: bool) -> re.Pattern[str]:
@@ -55,6 +73,57 @@ def same_value(left: Any, right: Any) -> bool:
     return type(left) is type(right) and bool(left == right)
 
 
+def _text_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)``.
+
+    Compact, non-ASCII raw, insertion order; NaN and Infinity raise ValueError (they are not JSON: an expected
+    value holding one is not written, and the parsed comparison decides); parsed JSON holds no cycles to look
+    for.  The C encoder is made once here (``json.dumps`` makes one per call), if this interpreter has it.
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is None:
+        return encoder.encode
+
+    def not_json(value: object) -> object:
+        raise TypeError(f"not JSON data: {type(value).__qualname__}")
+
+    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
+    encode_c = make_encoder(None, not_json, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    return lambda value: "".join(encode_c(value, 0))
+
+
+_EXPECTED_TEXT: Final = _text_encoder()
+
+
+def expected_text(expected: Sequence[dict[str, Any]]) -> list[str] | None:
+    """The compact JSON text of each ``expected`` response line, or None when the text cannot decide.
+
+    Response lines whose text equals these are :func:`same_text`.  None when an expected response holds NaN
+    or Infinity, or an error that is not an object with a kind (such an error differs even from itself in
+    :func:`diff_responses`): then only the parsed comparison decides.
+    """
+    texts = []
+    try:
+        for want in expected:
+            if "error" in want and not (type(want["error"]) is dict and "kind" in want["error"]):
+                return None
+            texts.append(_EXPECTED_TEXT(want))
+    except (ValueError, TypeError):  # NaN or Infinity, or not JSON data at all
+        return None
+    return texts
+
+
+def same_text(expected: Sequence[dict[str, Any]], lines: Sequence[str]) -> bool:
+    """Are ``lines`` (response lines as written, without ``\\n``) the text of the ``expected`` responses?
+
+    True implies :func:`diff_responses` finds no difference: each line parses to a value equal to its expected
+    response in every respect :func:`same_value` looks at.  False says nothing: compare the parsed lines.
+    """
+    texts = expected_text(expected)
+    return texts is not None and texts == list(lines)
+
+
 def first_difference(expected: Any, actual: Any, path: str = "$") -> tuple[str, Any, Any] | None:
     """Where two parsed JSON values first differ: (JSON path, expected value there, actual value there).
 
@@ -81,8 +150,6 @@ def first_difference(expected: Any, actual: Any, path: str = "$") -> tuple[str, 
 
 
 def _short(value: Any, limit: int = 400) -> str:
-    import json
-
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "…"
 

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 ``conform`` drives a subject (the embedded reference by default, or any
 command that serves protocol v1) through every selected vector and compares
-each response with the vector's expectation (:mod:`._compare`).  Each vector
+each response with the vector's expectation (:mod:`._compare`: the text first,
+then, for a line whose text differs, the parsed value).  Each vector
 ends in one of four outcomes, kept apart because they mean different things:
 
 * ``passed`` — every response agreed;
@@ -29,6 +30,7 @@ protocol data only, and malformed lines are reported with their line number.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -40,13 +42,15 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from tool_call_closure import __version__
-from tool_call_closure.conformance.compare import diff_response, diff_responses, first_difference
+from tool_call_closure.conformance.compare import diff_response, diff_responses, expected_text, first_difference
 from tool_call_closure.conformance.subject import (
     DEFAULT_TIMEOUT,
     InProcessSubject,
     ProcessSubject,
     Subject,
     SubjectError,
+    encode_request,
+    parse_response_line,
 )
 from tool_call_closure.conformance.vectors import Vector, spec_hash
 from tool_call_closure.machine.table import TABLE
@@ -241,6 +245,47 @@ def _locate(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> tup
     return "$", expected, actual  # a different number of lines
 
 
+class _StepTexts:
+    """The line each step of a vector sends and the text it expects back, worked out one step ahead.
+
+    While a subprocess subject works on step *k*, the runner encodes what step *k* expects and the line of
+    step *k* + 1 (:meth:`Subject.send_lines`' ``meanwhile``), so that work is off the path that waits.  An
+    encoding that fails raises when its step is reached, as if nothing had been worked out ahead.
+    """
+
+    __slots__ = ("_expected", "_lines", "_steps")
+
+    def __init__(self, steps: list[dict[str, Any]]) -> None:
+        self._steps = steps
+        self._lines: dict[int, str | Exception] = {}
+        self._expected: dict[int, list[str] | None] = {}
+
+    def request_line(self, index: int) -> str:
+        if index not in self._lines:
+            self._encode(index)
+        line = self._lines.pop(index)
+        if isinstance(line, Exception):
+            raise line
+        return line
+
+    def expected(self, index: int) -> list[str] | None:
+        if index not in self._expected:
+            self._expected[index] = expected_text(self._steps[index]["responses"])
+        return self._expected.pop(index)
+
+    def prepare(self, index: int) -> None:
+        """Work out step ``index``'s expected text and step ``index + 1``'s line (raises nothing)."""
+        self._expected[index] = expected_text(self._steps[index]["responses"])
+        if index + 1 < len(self._steps):
+            self._encode(index + 1)
+
+    def _encode(self, index: int) -> None:
+        try:
+            self._lines[index] = encode_request(self._steps[index]["request"])
+        except Exception as exc:  # noqa: BLE001 - raised at its own step, by request_line
+            self._lines[index] = exc
+
+
 def _run_vector(session: _Session, vector: Vector) -> VectorResult:
     started = time.perf_counter()
     result = VectorResult(vector.id, vector.sha256, "passed", vector.tags, 0.0)
@@ -256,12 +301,18 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
             result.missing = missing
             result.message = f"the subject lacks {', '.join(missing)}"
             return result
-        for index, step in enumerate(vector.steps):
+        steps = vector.steps
+        texts = _StepTexts(steps)
+        for index, step in enumerate(steps):
             if isinstance(subject, ProcessSubject):
                 subject.deadline = deadline
             if time.perf_counter() > deadline:
                 raise SubjectError(f"the vector took longer than {vector_timeout:g} s")
-            actual = subject.send(step["request"])
+            lines = subject.send_lines(texts.request_line(index), functools.partial(texts.prepare, index))
+            if texts.expected(index) == lines:  # the common case: no parsing, no walk (compare.expected_text)
+                result.steps += 1
+                continue
+            actual = [parse_response_line(line) for line in lines]
             result.steps += 1
             problem = diff_responses(step["responses"], actual)
             if problem is not None:

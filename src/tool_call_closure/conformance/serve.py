@@ -9,6 +9,11 @@ runners, so it maps protocol values to Python values exactly as the protocol
 specifies and never lets a Python exception escape: every failure becomes an
 ``error`` response and the server keeps serving.
 
+Responses are written as :func:`~._closure.to_json` writes their values; a
+value that is a tree of the library's value objects (a snapshot, a settlement
+result) goes through json's C encoder instead, checked on the way to hold
+nothing that encoder writes differently (:class:`_ResponseText`).
+
 Argument decoding turns tags into objects: handles this session created,
 look-alike handles, earlier results and structural copies of them, absent
 arguments, NaN/±Infinity, exception objects, and hooks.  A :class:`Hook` is
@@ -35,11 +40,13 @@ import dataclasses
 import inspect
 import json
 import math
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any, Final
 
 from tool_call_closure import __version__
+from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
 from tool_call_closure.ecma import to_js_string
@@ -57,6 +64,7 @@ __all__ = [
     "HookError",
     "OutputError",
     "Server",
+    "may_nest_deeper",
     "nesting_depth",
     "parse_request_line",
     "serve",
@@ -110,9 +118,15 @@ def _parse_float(text: str) -> int | float:
     return number
 
 
+# One decoder for every line: json.loads with these hooks would build an equal one per call.
+_DECODER: Final = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+
+
 def parse_request_line(line: str) -> Any:
     """Decode one protocol line with the protocol's number rule; raises ValueError if it is not JSON."""
-    return json.loads(line, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+    if line.startswith("\ufeff"):  # json.loads refuses a byte order mark itself, before decoding: its message
+        return json.loads(line, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+    return _DECODER.decode(line)
 
 
 def nesting_depth(value: Any, stop: int = MAX_DEPTH + 1) -> int:
@@ -133,6 +147,16 @@ def nesting_depth(value: Any, stop: int = MAX_DEPTH + 1) -> int:
             return deepest
         pending.extend((child, level + 1) for child in children)
     return deepest
+
+
+def may_nest_deeper(line: str, limit: int = MAX_DEPTH) -> bool:
+    """Can the JSON text ``line`` nest more than ``limit`` arrays and objects deep?
+
+    Every array and object of the decoded value opens with its own ``[`` or ``{`` character in the text, so
+    the depth is at most the number of those characters (brackets inside strings only make the bound looser).
+    A line with at most ``limit`` of them cannot be too deep; only a line with more needs :func:`nesting_depth`.
+    """
+    return line.count("[") + line.count("{") > limit
 
 
 class Hook:
@@ -190,6 +214,85 @@ class Hook:
         return f"<Hook triggered={self._triggered}>"
 
 
+# ---------------------------------------------------------------------- the text of a returned value
+#
+# Most values a call returns are trees of the library's value types (Snapshot, Accepted, BeginResult, …) whose
+# ``__json__`` forms hold only strings, booleans, null, safe integers, further value objects and lists of those.
+# For such a tree json_stringify (closure.to_json) does what json's C encoder does with ``default`` returning
+# the ``__json__`` form: the same forms in the same order (no key of theirs is array-index-like, so none moves
+# first), strings through the same encode_basestring, integers as their digits (|n| < 2**53), and no caller
+# code anywhere (the value types' ``__json__`` only read fields).  One step differs: JSON.stringify escapes
+# lone surrogates, the C encoder writes them raw, so text holding any surrogate is written the general way.
+# _ResponseText checks the forms on the way (the encoder calls ``default`` for each value object), gives up at
+# the first member outside that set, and then to_json writes the value; tests/test_kit_fast_paths.py compares
+# both paths over generated values and over every value the vectors make the reference write.
+
+_VALUE_TYPES: Final = frozenset(
+    cls
+    for cls in vars(_values).values()
+    if isinstance(cls, type) and cls.__module__ == _values.__name__ and callable(vars(cls).get("__json__"))
+)
+_SAFE_INT: Final = 2**53
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+class _NotPlainFormError(Exception):
+    """A value object's ``__json__`` form holds something the C encoder might write differently."""
+
+
+def _plain_member(member: object) -> bool:
+    cls = type(member)
+    if cls is str or cls is bool or member is None or cls in _VALUE_TYPES:
+        return True
+    return cls is int and -_SAFE_INT < member < _SAFE_INT  # type: ignore[operator]
+
+
+def _plain_form(value: object) -> dict[str, Any]:
+    """The C encoder's ``default``: the ``__json__`` form of a value object, checked; _NotPlainFormError otherwise."""
+    if type(value) not in _VALUE_TYPES:
+        raise _NotPlainFormError
+    form = value.__json__()  # type: ignore[attr-defined]
+    if type(form) is not dict:
+        raise _NotPlainFormError
+    for key, member in form.items():
+        if type(key) is not str or "0" <= key < ":":  # not a str, or digit-led (JavaScript may reorder it)
+            raise _NotPlainFormError
+        if type(member) is list:
+            if not all(_plain_member(item) and type(item) is not list for item in member):
+                raise _NotPlainFormError
+        elif not _plain_member(member):
+            raise _NotPlainFormError
+    return form
+
+
+class _ResponseText:
+    """``to_json(value)``, through json's C encoder when ``value`` is a tree of value objects (see above)."""
+
+    __slots__ = ("_encode", "_markers")
+
+    def __init__(self) -> None:
+        make_encoder = getattr(json.encoder, "c_make_encoder", None)
+        # One markers dict per server: the encoder's cycle check (a value tree has none, but the check is cheap).
+        self._markers: dict[int, Any] = {}
+        self._encode: Callable[[object, int], list[str]] | None = None
+        if make_encoder is not None:  # an interpreter without the C accelerator writes every value the general way
+            # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
+            self._encode = make_encoder(
+                self._markers, _plain_form, json.encoder.encode_basestring, None, ":", ",", False, False, False
+            )
+
+    def __call__(self, value: object) -> str:
+        if self._encode is not None and type(value) in _VALUE_TYPES:
+            try:
+                text = "".join(self._encode(value, 0))
+            except (_NotPlainFormError, ValueError, RecursionError):
+                self._markers.clear()
+            else:
+                if text.isascii() or _SURROGATE.search(text) is None:
+                    return text
+        return to_json(value)
+
+
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
     """What each parameter of ``method`` takes when its argument is absent: its default, else None."""
     defaults = []
@@ -218,6 +321,7 @@ class Server:
             for name, attr in METHODS.items()
             if callable(getattr(ToolCallClosure, attr))
         }
+        self._value_text = _ResponseText()
         self.finished = False
         # The first error writing the output (EPIPE, ENOSPC, ...); from then on nothing more is written.
         self.output_error: OSError | None = None
@@ -252,7 +356,7 @@ class Server:
         except (ValueError, RecursionError) as exc:
             self._error(None, 0, "ProtocolError", f"request is not valid JSON: {exc}")
             return
-        if nesting_depth(request) > MAX_DEPTH:
+        if may_nest_deeper(line) and nesting_depth(request) > MAX_DEPTH:
             request_id = request.get("id") if type(request) is dict else None
             if not isinstance(request_id, (int, float, str)) or isinstance(request_id, bool):
                 request_id = None
@@ -360,7 +464,7 @@ class Server:
             self._report(request_id, depth, exc)
             return
         try:
-            text = to_json(value)
+            text = self._value_text(value)
         except Exception as exc:  # noqa: BLE001 - a value the reference cannot write is its own defect
             self._results.pop(request_id, None)
             self._report(request_id, depth, exc)

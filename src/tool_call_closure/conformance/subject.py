@@ -6,13 +6,18 @@ A *subject* is anything that serves protocol v1 (``spec/protocol.md``).  The
 runner, the differential fuzzer and the tests talk to every subject through
 one interface, :class:`Subject`: send one request, get back the list of
 response lines it caused — the nested responses first, then the request's own
-(the first line without ``"nested"``).
+(the first line without ``"nested"``) — either parsed (:meth:`Subject.send`)
+or as the exact text the subject wrote (:meth:`Subject.send_lines`, which the
+runner compares with the expected text before it parses anything).
 
-:class:`ProcessSubject` runs a command and talks over its pipes.  A reader
-thread moves stdout lines into a queue, so every request has a timeout; the
-subject's stderr is collected for reports.  A subject that dies or times out
-raises :class:`SubjectError`, which runners report as *errored* (the harness
-broke), never as *failed* (the behaviour differs).
+:class:`ProcessSubject` runs a command and talks over its pipes.  Its stdout
+is read in the thread that sends the requests, waiting for output with
+``select`` and a timeout, so every request has a timeout without handing each
+line from a reader thread to the sender (on platforms whose pipes cannot be
+polled, Windows, a reader thread moves the lines into a queue instead).  The
+subject's stderr is collected by a thread for reports.  A subject that dies or
+times out raises :class:`SubjectError`, which runners report as *errored* (the
+harness broke), never as *failed* (the behaviour differs).
 
 :class:`InProcessSubject` runs the reference's own :class:`~._serve.Server`
 in this process: the same bytes, without a subprocess.
@@ -25,11 +30,12 @@ import io
 import json
 import os
 import queue
+import selectors
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -42,9 +48,11 @@ __all__ = [
     "ProcessSubject",
     "Subject",
     "SubjectError",
+    "encode_request",
     "locate_original",
     "node_adapter",
     "original_command",
+    "parse_response_line",
     "reference_command",
 ]
 
@@ -62,6 +70,19 @@ class Subject:
         """Send one request; return the parsed response lines it caused, the request's own last."""
         raise NotImplementedError
 
+    def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
+        """Send one request; return the text of the response lines it caused (without their ``\\n``).
+
+        :func:`parse_response_line` of each is what :meth:`send` returns.  ``meanwhile`` (which must not
+        raise) is called once the request is on its way and before its answer is awaited: a subprocess works
+        on the request meanwhile.  This default re-encodes what :meth:`send` parsed (the compact JSON of
+        :func:`json.dumps`); the subjects below return what the subject wrote.
+        """
+        responses = self.send(request)
+        if meanwhile is not None:
+            meanwhile()
+        return [_TEXT.encode(response) for response in responses]
+
     def stderr_text(self) -> str:
         """What the subject wrote to stderr so far (for reports)."""
         return ""
@@ -76,7 +97,8 @@ class Subject:
         self.close()
 
 
-def _encode(request: dict[str, Any] | str) -> str:
+def encode_request(request: dict[str, Any] | str) -> str:
+    """The line a request is sent as (without its ``\\n``): ``JSON.stringify`` of it, or the text itself."""
     if isinstance(request, str):
         return request
     from tool_call_closure.ecma import json_stringify
@@ -84,7 +106,11 @@ def _encode(request: dict[str, Any] | str) -> str:
     return json_stringify(request)
 
 
-def _parse_response(line: str) -> dict[str, Any]:
+_TEXT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_response_line(line: str) -> dict[str, Any]:
+    """One response line, parsed; :class:`SubjectError` if it is not a JSON object."""
     try:
         value = json.loads(line)
     except RecursionError:
@@ -104,15 +130,98 @@ class InProcessSubject(Subject):
         self._server = Server(self._buffer, machine, trace)
 
     def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+        return [parse_response_line(line) for line in self.send_lines(request)]
+
+    def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
         self._buffer.seek(0)
         self._buffer.truncate()
-        self._server.handle_line(_encode(request))
-        lines = self._buffer.getvalue().decode("utf-8").split("\n")
-        return [_parse_response(line) for line in lines if line]
+        self._server.handle_line(encode_request(request))
+        if meanwhile is not None:
+            meanwhile()
+        return self.raw_lines()
 
     def raw_lines(self) -> list[str]:
         """The exact text of the last request's response lines."""
         return [line for line in self._buffer.getvalue().decode("utf-8").split("\n") if line]
+
+
+class _PolledLines:
+    """A subject's stdout as lines, read in the caller's thread: ``select`` waits for output, ``os.read`` takes
+    what is there.  Lines end at ``\\n`` only; the text after the last ``\\n`` is a line too when the output ends."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._fd = stream.fileno()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._fd, selectors.EVENT_READ)
+        self._buffer = bytearray()
+        self._scanned = 0  # how much of the buffer is known to hold no newline: a long line is scanned once
+        self._ended = False
+
+    def read_line(self, timeout: float) -> bytes | None:
+        """The next line without its ``\\n``, ``None`` once the output has ended; TimeoutError after ``timeout`` s."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                return line
+            self._scanned = len(self._buffer)
+            if self._ended:
+                if self._buffer:
+                    line = bytes(self._buffer)
+                    self._buffer.clear()
+                    self._scanned = 0
+                    return line
+                return None
+            if not self._selector.select(max(0.0, deadline - time.perf_counter())):
+                raise TimeoutError
+            try:
+                chunk = os.read(self._fd, 65536)
+            except OSError:
+                chunk = b""  # a pipe that fails to read is the end of the output too
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._ended = True
+
+    def close(self) -> None:
+        self._selector.close()
+
+
+class _ThreadedLines:
+    """The same, for pipes that cannot be polled (Windows): a reader thread moves the lines into a queue."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._ended = False
+        threading.Thread(target=self._pump, args=(stream, self._lines), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
+        # close() may close the pipe while this thread still reads it: that is the end of the output too.
+        with contextlib.suppress(OSError, ValueError):
+            for line in iter(stream.readline, b""):
+                lines.put(line[:-1] if line.endswith(b"\n") else line)
+        lines.put(None)
+
+    def read_line(self, timeout: float) -> bytes | None:
+        if self._ended:
+            return None
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError from None
+        self._ended = line is None
+        return line
+
+    def close(self) -> None:
+        pass
+
+
+# selectors can wait on pipes everywhere but on Windows, where they take sockets only.
+_LineReader: Final = _ThreadedLines if os.name == "nt" else _PolledLines
 
 
 class ProcessSubject(Subject):
@@ -133,20 +242,11 @@ class ProcessSubject(Subject):
             )
         except OSError as exc:
             raise SubjectError(f"cannot start subject {self.command!r}: {exc}") from exc
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: list[bytes] = []
         assert self._process.stdout is not None
         assert self._process.stderr is not None
-        threading.Thread(target=self._pump, args=(self._process.stdout, self._lines), daemon=True).start()
+        self._lines = _LineReader(self._process.stdout)
         threading.Thread(target=self._drain, args=(self._process.stderr,), daemon=True).start()
-
-    @staticmethod
-    def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
-        # close() may close the pipe while this thread still reads it: that is the end of the output too.
-        with contextlib.suppress(OSError, ValueError):
-            for line in iter(stream.readline, b""):
-                lines.put(line)
-        lines.put(None)
 
     def _drain(self, stream: IO[bytes]) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -160,10 +260,19 @@ class ProcessSubject(Subject):
         return self._process.poll() is None
 
     def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+        return [response for _, response in self._exchange(request)]
+
+    def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
+        return [line for line, _ in self._exchange(request, meanwhile)]
+
+    def _exchange(
+        self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Write one request; read its response lines (text and parsed) up to the request's own."""
         stdin = self._process.stdin
         assert stdin is not None
         try:
-            stdin.write(_encode(request).encode("utf-8") + b"\n")
+            stdin.write(encode_request(request).encode("utf-8") + b"\n")
             stdin.flush()
         except OSError as exc:
             # A subject that already exited closes its input too: name the exit, the more useful fact.
@@ -172,15 +281,17 @@ class ProcessSubject(Subject):
             except subprocess.TimeoutExpired:
                 raise SubjectError(f"subject closed its input: {exc}") from exc
             raise SubjectError(f"subject exited with status {code} before answering ({exc})") from exc
-        responses: list[dict[str, Any]] = []
+        responses: list[tuple[str, dict[str, Any]]] = []
         # The timeout bounds the whole request, however many nested lines the subject writes meanwhile.
         deadline = time.perf_counter() + self.timeout
         if self.deadline is not None:
             deadline = min(deadline, self.deadline)
+        if meanwhile is not None:
+            meanwhile()
         while True:
             try:
-                raw = self._lines.get(timeout=max(0.0, deadline - time.perf_counter()))
-            except queue.Empty:
+                raw = self._lines.read_line(max(0.0, deadline - time.perf_counter()))
+            except TimeoutError:
                 self._process.kill()
                 raise SubjectError(f"subject did not answer within {self.timeout:g} s") from None
             if raw is None:
@@ -190,8 +301,9 @@ class ProcessSubject(Subject):
                     self._process.kill()
                     raise SubjectError("subject closed its output but did not exit") from None
                 raise SubjectError(f"subject exited with status {code} before answering")
-            response = _parse_response(raw.decode("utf-8", "replace").rstrip("\n"))
-            responses.append(response)
+            line = raw.decode("utf-8", "replace")
+            response = parse_response_line(line)
+            responses.append((line, response))
             if "nested" not in response:
                 return responses
 
@@ -204,6 +316,7 @@ class ProcessSubject(Subject):
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+        self._lines.close()
         for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
             if stream is not None:
                 stream.close()
