@@ -183,3 +183,80 @@ def test_the_trace_of_a_lifecycle_is_the_same_compiled_and_walked() -> None:
         traces.append((c._trace, json.loads(to_json(c.snapshot()))))
     assert traces[0] == traces[1]
     assert "settle.admit.duplicate" in traces[0][0]
+
+
+# --------------------------------------------------------------------------- inlining
+
+
+def test_the_shipped_semantics_are_written_into_the_generated_code() -> None:
+    """Every guard, effect, result, observed kind and target rule of the shipped table qualifies for inlining."""
+    from tool_call_closure.machine.compiler import inline
+
+    called = sorted(
+        f"{kind} {name}"
+        for kind, names in MACHINE.implementations.items()
+        for name, function in names.items()
+        if inline(kind, name, function) is None
+    )
+    assert called == []
+    for kind, names in MACHINE.implementations.items():
+        for name in names:
+            assert f"{python_name(kind, name)}(ctx)" not in MACHINE.source
+
+
+def test_an_inlined_body_reads_its_module_globals_when_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rebinding a global of the semantics changes the inlined code exactly as it changes a call."""
+    from tool_call_closure.machine import semantics
+
+    assert "semantics_.serialize_content(" in MACHINE.source  # normalize_outcome's body, inlined, calls it
+    seen: list[object] = []
+    real = semantics.serialize_content
+
+    def spying(content: object, limit: int) -> str:
+        seen.append(content)
+        return real(content, limit)
+
+    monkeypatch.setattr(semantics, "serialize_content", spying)
+    closure = create_tool_call_closure()  # the shipped, already compiled machine
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    closure.succeed(handle, "a", "text")
+    assert seen == ["text"]
+
+
+def test_an_implementation_that_does_not_qualify_is_called_and_behaves_the_same() -> None:
+    """A closure over a local, an early return or a nested function: called, not inlined; same answers."""
+    from tool_call_closure.machine.compiler import inline
+
+    limit = 0
+
+    def over_a_local(ctx: Context) -> bool:
+        return limit > 0
+
+    def early(ctx: Context) -> None:
+        if ctx is None:
+            return
+        ctx.method = ctx.method
+
+    def nested(ctx: Context) -> bool:
+        return (lambda: True)()
+
+    assert inline("guard", "x", over_a_local) is None
+    assert inline("effect", "x", early) is None
+    assert inline("guard", "x", nested) is None
+    assert inline("guard", "x", len) is None  # no Python source
+
+
+def test_inlined_locals_are_prefixed_and_globals_read_from_their_module() -> None:
+    from tool_call_closure.machine import semantics
+    from tool_call_closure.machine.compiler import inline
+
+    found = inline("effect", "start_generation", semantics.start_generation)
+    assert found is not None
+    assert found.origin == "tool_call_closure.machine.semantics.start_generation"
+    text = "\n".join(found.statements)
+    assert "effect_start_generation__generation = " in text
+    assert "semantics_.Run(" in text
+    assert "ctx.closure" not in text  # the operation's own `closure` local
+    guard = inline("guard", "handle_not_current", semantics.handle_not_current)
+    assert guard is not None
+    assert guard.value == "guard_handle_not_current__run is None or ctx.handle is not guard_handle_not_current__run.handle"

@@ -285,11 +285,12 @@ class _Code:
                 if not isinstance(module, str):
                     continue
                 alias = module_alias(module)
-                if alias in reserved or self.modules.setdefault(alias, module) != module:
-                    continue  # no unambiguous name for its module: called, not inlined
+                if alias in reserved or self.modules.get(alias, module) != module or module not in sys.modules:
+                    continue  # no unambiguous name for its module (or none at all): called, not inlined
                 found = inline(kind, name, function, alias)
                 if found is not None:
                     self.inlined[kind, name] = found
+                    self.modules[alias] = module
 
     def statements(self, out: _Writer, kind: str, name: str) -> str:
         """Emit what runs before the value of ``kind`` ``name``; return the expression of its value (or a call)."""
