@@ -206,3 +206,28 @@ def test_ADP_5_an_export_renders_each_distinct_settlement_once(monkeypatch: pyte
     assert [m["content"] for m in chat] == [r["output"] for r in responses] == [b["content"] for b in anthropic]
     assert chat[3]["content"] == chat[5]["content"] == module.result_text(snapshot.calls[4].settlement)  # type: ignore[arg-type]
     assert '"message":"second"' in chat[2]["content"]
+
+
+def test_ADP_4_render_tool_results_of_a_snapshot_equals_the_instance_export_of_its_records() -> None:
+    """Each provider's public ``render_tool_results(snapshot)`` renders what the instance's export renders."""
+    from tool_call_closure import Snapshot, ToolCallClosure
+    from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+
+    closure = ToolCallClosure()
+    batch = closure.begin([{"id": f"c{i}", "name": "t"} for i in range(4)])
+    closure.succeed(batch.handle, "c0", {"rows": [1, 2]})
+    closure.fail(batch.handle, "c1", ValueError("broken"))
+    closure.cancel(batch.handle, "c2")
+    snapshot = closure.close(batch.handle, {"status": "error", "code": "stopped"})
+    assert isinstance(snapshot, Snapshot)
+    pairs = [
+        (openai_chat, closure.to_openai_chat_completions),
+        (openai_responses, closure.to_openai_responses),
+        (anthropic, closure.to_anthropic_tool_results),
+        (gemini, closure.to_gemini_function_responses),
+        (bedrock, closure.to_bedrock_tool_results),
+    ]
+    for module, export in pairs:
+        rendered = module.render_tool_results(snapshot)
+        assert rendered == export(snapshot), module.__name__
+        assert len(rendered) == 4

@@ -10,30 +10,41 @@ when the table is loaded.  For each operation it emits one Python function
 whose body is the operation's phases in order:
 
 * an unlocked phase is its rows (the same in every state) written inline;
-* consecutive locked phases become one *segment* function, which the
-  operation hands to ``Machine.run_locked`` — the same lock plumbing the walk
-  uses (reentry refused, lock taken, owner recorded and always cleared); in
-  it each phase reads the run state afresh and branches on it, one branch per
-  group of states that have the same rows;
+* consecutive locked phases become one ``with lock:`` block — the same lock
+  plumbing the walk uses (reentry by the thread holding the lock refused
+  first, then one acquisition); in it each phase reads the run state afresh
+  and branches on it, one branch per group of states that have the same rows;
 * within a branch the rows become an ``if``/``elif`` chain in table order,
   the guard of each row its condition (a row without a guard ends the chain:
   the rows after it can never fire in that state);
-* a firing row appends its id to ``closure._trace`` when tracing, calls its
+* a firing row appends its id to ``closure._trace`` when tracing, runs its
   effects, moves the draft run's state (checking a dynamic target against the
   row's allowed targets), and ends the operation with its result — a
   committing row builds its result first and then installs the draft with one
   assignment — or falls through to the next phase;
 * an operation that runs out of phases raises the table's default error.
 
+Inlining.  A call costs more than most of the steps the table names, so the
+generator writes each implementation's *body* in place of its call when the
+body qualifies (:func:`inline`: one parameter, no nested scope, a value's
+only ``return`` at its end, an effect without ``return``), and calls the
+function otherwise.  The body is copied mechanically, never by hand: its
+locals get a prefix of their own (``effect_record_settlement__run``), and its
+globals are read from its module when it runs (``semantics_.bounded_string``),
+so rebinding a module global — a monkeypatch, a planted bug — changes the
+generated code exactly as it changes the walk's call.  Every guard, effect,
+result, observed kind and target rule of the shipped semantics qualifies;
+the mechanisms (``install``, ``draft_of``, ``reject``) are always called, so
+the one installing assignment stays a frame of its own.
+
 Nothing in the generated code is written by hand: every state, row id, guard,
 effect, result, error code and rejection reason comes from the table, and the
-names are bound to the same :mod:`.semantics` functions the walk uses (the
-semantics are called, never copied, so a change to a guard or an effect
-changes both paths).  The source is built by :func:`generate_source`,
-compiled with :func:`compile`, and registered with :mod:`linecache` so a
-traceback through it shows the generated lines.  ``tool-call-closure table
---emit-python`` prints it: it is also a readable rendering of the table for
-port authors.
+names are bound to the same :mod:`.semantics` functions the walk calls (a
+change to a guard or an effect changes both paths).  The source is built by
+:func:`generate_source`, compiled with :func:`compile`, and registered with
+:mod:`linecache` so a traceback through it shows the generated lines.
+``tool-call-closure table --emit-python`` prints it: it is also a readable
+rendering of the table for port authors.
 
 The tests keep the walk as the oracle: the compiled functions and the walk
 must agree on every vector and on every step the bounded model check reaches
