@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tables import closure_for, modified, row
 from tool_call_closure import UsageError, create_tool_call_closure, to_json
@@ -259,4 +261,60 @@ def test_inlined_locals_are_prefixed_and_globals_read_from_their_module() -> Non
     assert "ctx.closure" not in text  # the operation's own `closure` local
     guard = inline("guard", "handle_not_current", semantics.handle_not_current)
     assert guard is not None
-    assert guard.value == "guard_handle_not_current__run is None or ctx.handle is not guard_handle_not_current__run.handle"
+    assert (
+        guard.value == "guard_handle_not_current__run is None or ctx.handle is not guard_handle_not_current__run.handle"
+    )
+
+
+# --------------------------------------------------------------------------- fast paths of the semantics
+
+
+_TEXTS = st.one_of(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=6),
+    st.sampled_from(["", " ", "\t", "\x1c", "\xa0", "a b", " a", "a\u2028", "abcdefgh", "\x00"]),
+    st.builds(lambda s: type("Sub", (str,), {})(s), st.text(max_size=3)),
+    st.none(),
+    st.integers(),
+)
+
+
+def _begin_answer(entry: Any, limit: int) -> str:
+    closure = create_tool_call_closure(max_id_bytes=limit, max_name_bytes=limit)
+    try:
+        return to_json(closure.begin([entry, {"id": "other", "name": "t"}]))
+    except Exception as exc:  # noqa: BLE001 - the answer compared is the error itself
+        return f"{type(exc).__name__}: {exc}"
+
+
+@given(call_id=_TEXTS, name=_TEXTS, limit=st.integers(min_value=1, max_value=6))
+@settings(max_examples=400, deadline=None)
+def test_BEG_4_a_dict_entry_is_validated_exactly_as_the_general_rule_validates_it(
+    call_id: Any, name: Any, limit: int
+) -> None:
+    """validate_calls reads a plain dict on a fast path; a read-only mapping of it takes the general path."""
+    from types import MappingProxyType
+
+    entry = {"id": call_id, "name": name}
+    assert _begin_answer(entry, limit) == _begin_answer(MappingProxyType(entry), limit)
+
+
+@given(call_id=_TEXTS, limit=st.integers(min_value=1, max_value=6))
+@settings(max_examples=300, deadline=None)
+def test_SET_1_a_call_id_known_to_the_run_is_answered_as_a_validated_one(call_id: Any, limit: int) -> None:
+    """validate_call_id skips the check for an id of the installed run; any other id gets the full check."""
+    answers = []
+    for announced in (True, False):
+        closure = create_tool_call_closure(max_id_bytes=limit)
+        calls = [{"id": call_id, "name": "t"}] if announced else [{"id": "z", "name": "t"}]
+        try:
+            handle = closure.begin(calls).handle
+        except Exception:  # noqa: BLE001 - an id begin refuses is not announced: nothing to compare
+            return
+        try:
+            answers.append(to_json(closure.succeed(handle, call_id, "ok")))
+        except Exception as exc:  # noqa: BLE001
+            answers.append(f"{type(exc).__name__}: {exc}")
+    # Announced: accepted. Not announced: the same id either fails validation exactly as begin would have
+    # refused it (it was accepted by begin above, so it is valid) or is an unknown call.
+    assert json.loads(answers[0])["accepted"] is True
+    assert json.loads(answers[1])["reason"] == "unknown_call"

@@ -193,8 +193,18 @@ batch_settings = settings(
 # --------------------------------------------------------------------------- #
 
 
+def test_JS_1_the_ascii_whitespace_is_what_trim_strips_from_an_ascii_string() -> None:
+    from tool_call_closure.ecma import ASCII_JS_WHITESPACE
+
+    assert ASCII_JS_WHITESPACE == "\t\n\x0b\x0c\r "
+    for code in range(128):
+        text = chr(code)
+        assert (not text.strip(ASCII_JS_WHITESPACE)) == is_blank(text), repr(text)
+
+
 def test_public_surface() -> None:
     assert sorted(ecma_all) == [
+        "ASCII_JS_WHITESPACE",
         "is_blank",
         "json_stringify",
         "number_to_string",

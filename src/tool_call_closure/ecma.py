@@ -124,6 +124,7 @@ from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import ToolCallClosureError, spec_error
 
 __all__ = [
+    "ASCII_JS_WHITESPACE",
     "is_blank",
     "json_stringify",
     "number_to_string",
@@ -145,6 +146,9 @@ _JS_WHITESPACE: Final = (
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+
+# Its ASCII part: for an ASCII string, ``text.strip(ASCII_JS_WHITESPACE)`` is empty exactly when it is blank.
+ASCII_JS_WHITESPACE: Final = "".join(c for c in _JS_WHITESPACE if c.isascii())
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 

@@ -17,7 +17,8 @@ whose body is the operation's phases in order:
 * within a branch the rows become an ``if``/``elif`` chain in table order,
   the guard of each row its condition (a row without a guard ends the chain:
   the rows after it can never fire in that state);
-* a firing row appends its id to ``closure._trace`` when tracing, runs its
+* a firing row appends its id to ``closure._trace`` (read once per
+  operation) when tracing, runs its
   effects, moves the draft run's state (checking a dynamic target against the
   row's allowed targets), and ends the operation with its result — a
   committing row builds its result first and then installs the draft with one
@@ -133,7 +134,7 @@ class _Writer:
 # --------------------------------------------------------------------------- inlining the semantics
 
 # The generated functions' own local names; an inlined body's locals are renamed, so they never clash.
-_GENERATED_LOCALS: Final = frozenset({"ctx", "closure", "run", "state", "result", "target", "lock"})
+_GENERATED_LOCALS: Final = frozenset({"ctx", "closure", "trace", "run", "state", "result", "target", "lock"})
 _NOT_INLINED: Final = (
     ast.Lambda,
     ast.FunctionDef,
@@ -376,8 +377,8 @@ def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], code: _Code) -
 
 def _emit_firing(out: _Writer, table: Table, row: Row, code: _Code) -> None:
     out.line(f"# {_comment(row.id)}" + (f"  ({', '.join(row.catalogue)})" if row.catalogue else ""))
-    out.line("if closure._trace is not None:")
-    out.line(f"    closure._trace.append({row.id!r})")
+    out.line("if trace is not None:")
+    out.line(f"    trace.append({row.id!r})")
     for effect in row.effects:
         code.effect(out, effect)
     if len(row.to) == 1:
@@ -453,6 +454,7 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code) -> None:
     out.indent()
     out.line(_docstring(f"{op}: {' -> '.join(spec.phases)}."))
     out.line("closure = ctx.closure")
+    out.line("trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None")
     for locked, phases in _segments(table, op):
         if not locked:
             for phase in phases:

@@ -39,6 +39,7 @@ from typing import Any, Final, cast
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import (
+    ASCII_JS_WHITESPACE,
     is_blank,
     json_stringify,
     python_text_truncated,
@@ -297,18 +298,36 @@ def validate_calls(ctx: BeginContext) -> None:
     count = length(calls)
     if count > limits.max_calls:
         raise spec_error("calls_exceed_max", limit=limits.max_calls)
+    max_id, max_name = limits.max_id_bytes, limits.max_name_bytes
     seen: set[str] = set()
     validated: list[tuple[str, str]] = []
     for index in range(count):
         # Read live, as the original does: caller code run by an earlier entry may have shortened the list.
         call = item(calls, index) if index < length(calls) else None
+        if type(call) is dict:
+            # The common entry, decided as the general path below decides it, in the same order: a plain
+            # ASCII str within the limit that is not blank is what bounded_string returns unchanged.
+            call_id = call.get("id", ABSENT)
+            if not (type(call_id) is str and call_id.isascii() and len(call_id) <= max_id
+                    and call_id.strip(ASCII_JS_WHITESPACE)):  # fmt: skip
+                call_id = bounded_string(call_id, max_id, "id", index)
+            if call_id in seen:
+                raise spec_error("duplicate_call_id", id=call_id)
+            seen.add(call_id)
+            name = call.get("name", ABSENT)
+            if not (type(name) is str and name.isascii() and len(name) <= max_name and name.strip(ASCII_JS_WHITESPACE)):
+                name = bounded_string(name, max_name, "name", index)
+            validated.append((call_id, name))
+            if "call_id" in call:  # without the key there is nothing to compare
+                _refuse_misread_pairing_id(call, call_id, index)
+            continue
         if not is_object(call):
             raise spec_error("call_not_object", index=index)
-        call_id = bounded_string(read_key(call, "id"), limits.max_id_bytes, "id", index)
+        call_id = bounded_string(read_key(call, "id"), max_id, "id", index)
         if call_id in seen:
             raise spec_error("duplicate_call_id", id=call_id)
         seen.add(call_id)
-        validated.append((call_id, bounded_string(read_key(call, "name"), limits.max_name_bytes, "name", index)))
+        validated.append((call_id, bounded_string(read_key(call, "name"), max_name, "name", index)))
         _refuse_misread_pairing_id(call, call_id, index)
     ctx.validated = validated
 
