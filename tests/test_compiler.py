@@ -318,3 +318,19 @@ def test_SET_1_a_call_id_known_to_the_run_is_answered_as_a_validated_one(call_id
     # refused it (it was accepted by begin above, so it is valid) or is an unknown call.
     assert json.loads(answers[0])["accepted"] is True
     assert json.loads(answers[1])["reason"] == "unknown_call"
+
+
+def test_a_comprehension_variable_named_like_a_global_is_not_inlined() -> None:
+    """Renaming it with the body's locals would turn the global read elsewhere in the body into the local."""
+    from tool_call_closure.machine.compiler import inline
+
+    assert inline("guard", "x", _shadowing_guard) is None
+    assert inline("guard", "x", _plain_comprehension_guard) is not None
+
+
+def _shadowing_guard(ctx: Context) -> bool:
+    return bool([len + 1 for len in (1, 2)]) and len("ab") == 2
+
+
+def _plain_comprehension_guard(ctx: Context) -> bool:
+    return bool([item + 1 for item in (1, 2)])

@@ -219,6 +219,18 @@ def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None
         return None
     parameter = definition.args.args[0].arg
     local_names = set().union(*(_assigned_names(statement) for statement in body)) - {parameter}
+    # A comprehension's variable lives in the comprehension's own scope; renamed with the body's locals, a
+    # global or builtin of the same name read elsewhere in the body would be read as the local: not inlined.
+    comprehension_names = {
+        target.id
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.comprehension)
+        for target in ast.walk(node.target)
+        if isinstance(target, ast.Name)
+    }
+    if any(name in function.__globals__ or hasattr(builtins, name) for name in comprehension_names):
+        return None
     prefix = python_name(kind, name)
     renamed = _Renamer(parameter, local_names, prefix, function.__globals__, alias or module_alias(module.__name__))
     statements = [renamed.visit(statement) for statement in body]
