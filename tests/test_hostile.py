@@ -510,14 +510,14 @@ def test_checker_catches_snapshots_that_change_later(monkeypatch: pytest.MonkeyP
 
 def test_checker_catches_a_raising_operation_that_changed_the_state(monkeypatch: pytest.MonkeyPatch) -> None:
     closure = ToolCallClosure()
-    original = semantics.read_key
+    original = semantics.bounded_string
 
-    def leaky(value: object, key: str) -> Any:
-        if key == "name" and closure._run is not None:
+    def leaky(value: object, limit: int, argument: str, index: int = -1) -> str:
+        if argument == "name" and closure._run is not None:
             closure._diagnostics.append(("run_closed", None, None, None))  # a diagnostic record
-        return original(value, key)
+        return original(value, limit, argument, index)
 
-    monkeypatch.setattr(semantics, "read_key", leaky)
+    monkeypatch.setattr(semantics, "bounded_string", leaky)  # the blank name below is checked by it, and refused
     bad = ("begin", ("list", (("dict", ((lit("id"), lit("x")), (lit("name"), lit("")))),)))
     env = _run_script(closure, [start_op(), bad])
     assert any("raised UsageError and changed the state" in v for v in env.violations)

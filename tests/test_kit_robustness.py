@@ -216,6 +216,9 @@ for line in sys.stdin:
               flush=True)
         if mode == "exit-after-hello":
             sys.exit(0)
+        if mode == "close-stdin-after-hello":
+            os.close(0)  # every later request the runner writes meets a broken pipe, deterministically
+            time.sleep(600)
         continue
     if mode == "deep":
         print('{"id":%s,"ok":%s}' % (rid, "[" * 100000 + "]" * 100000), flush=True)
@@ -237,6 +240,7 @@ for line in sys.stdin:
         ("implementation", "implementation must be an object"),
         ("protocol-true", "does not speak protocol 1"),
         ("exit-after-hello", "exited"),
+        ("close-stdin-after-hello", "closed its input"),
         ("deep", "nested too deeply"),
         ("stream-nested", "did not answer within 1 s"),
         ("close-stdout", "closed its output but did not exit"),

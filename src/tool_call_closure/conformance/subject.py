@@ -319,7 +319,10 @@ class ProcessSubject(Subject):
         self._lines.close()
         for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
             if stream is not None:
-                stream.close()
+                # A subject that exited before reading a request leaves it in stdin's buffer; closing flushes
+                # it into the broken pipe. The exit was already reported; the pipe error is not the runner's own.
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
 def reference_command() -> list[str]:

@@ -69,7 +69,7 @@ def result_text(settlement: Settlement) -> str:
 
 
 def export_texts() -> Callable[[SettlementRecord], str]:
-    """:func:`record_text` for one export: each distinct settlement record is rendered once.
+    """:func:`record_text` for one export: each distinct error or cancellation is rendered once.
 
     Keyed by identity, which is stable for the length of one export: the
     records being rendered hold every settlement alive.  Nothing outlives the
@@ -78,6 +78,8 @@ def export_texts() -> Callable[[SettlementRecord], str]:
     texts: dict[int, str] = {}
 
     def text(settlement: SettlementRecord) -> str:
+        if settlement[STATUS] == "success":
+            return settlement[CONTENT]  # type: ignore[return-value]  # the stored text itself: nothing to render
         key = id(settlement)
         found = texts.get(key)
         if found is None:
