@@ -305,7 +305,8 @@ def test_SET_1_a_call_id_known_to_the_run_is_answered_as_a_validated_one(call_id
     answers = []
     for announced in (True, False):
         closure = create_tool_call_closure(max_id_bytes=limit)
-        calls = [{"id": call_id, "name": "t"}] if announced else [{"id": "z", "name": "t"}]
+        other = "y" if call_id == "z" else "z"
+        calls = [{"id": call_id, "name": "t"}] if announced else [{"id": other, "name": "t"}]
         try:
             handle = closure.begin(calls).handle
         except Exception:  # noqa: BLE001 - an id begin refuses is not announced: nothing to compare
@@ -334,3 +335,67 @@ def _shadowing_guard(ctx: Context) -> bool:
 
 def _plain_comprehension_guard(ctx: Context) -> bool:
     return bool([item + 1 for item in (1, 2)])
+
+
+# --------------------------------------------------------------------------- one acquisition when no caller code runs
+
+
+def _lock_held_while_normalizing(monkeypatch: pytest.MonkeyPatch, effect: str, operation: Any) -> bool:
+    """Run ``operation(closure, handle)`` and report whether the lock was held when ``effect``'s helper ran."""
+    from tool_call_closure.machine import semantics
+
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    held: list[bool] = []
+    name = {"normalize_outcome": "serialize_content", "fail": "error_message_text", "close": "message_text"}[effect]
+    real = getattr(semantics, name)
+
+    def spying(*args: Any) -> Any:
+        held.append(closure._lock._is_owned())
+        return real(*args)
+
+    monkeypatch.setattr(semantics, name, spying)
+    operation(closure, handle)
+    monkeypatch.undo()
+    assert len(held) == 1
+    return held[0]
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("effect", "operation", "expected"),
+    [
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", "plain text"), True),
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": 1}), False),  # a dict's walk: not decided
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", _Text("subclass")), False),
+        ("normalize_outcome", lambda c, h: c.settle(h, "a", {"status": "success", "content": "x"}), False),
+        ("fail", lambda c, h: c.fail(h, "a", "plain message"), True),
+        ("fail", lambda c, h: c.fail(h, "a", ValueError("its __str__ is caller code")), False),
+        ("close", lambda c, h: c.close(h, {"status": "error", "message": "plain"}), True),
+        ("close", lambda c, h: c.close(h, {"status": "error", "message": 5}), False),
+        ("close", lambda c, h: c.close(h, {"status": "error", "message": _Text("subclass")}), False),
+    ],
+)
+def test_a_normalization_that_runs_no_caller_code_runs_in_one_acquisition(
+    monkeypatch: pytest.MonkeyPatch, effect: str, operation: Any, expected: bool
+) -> None:
+    """spec §14 "One acquisition": only a call whose unlocked phase provably runs no caller code holds the lock."""
+    assert _lock_held_while_normalizing(monkeypatch, effect, operation) is expected
+
+
+def test_the_generated_operation_branches_on_the_no_caller_code_checks() -> None:
+    assert MACHINE.source.count("with lock:") > len(TABLE.operations)
+    for name in ("normalize_outcome", "normalize_close_reason"):
+        assert f"inlined from tool_call_closure.machine.semantics.{name}_runs_no_caller_code" in MACHINE.source
+
+
+def test_a_no_caller_code_check_for_an_effect_that_runs_none_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure import TableError
+    from tool_call_closure.machine import semantics
+
+    monkeypatch.setitem(semantics.NO_CALLER_CODE, "record_settlement", lambda ctx: True)  # type: ignore[index]
+    with pytest.raises(TableError, match="no-caller-code check 'record_settlement'"):
+        Machine(TABLE)

@@ -212,12 +212,13 @@ for line in sys.stdin:
     if request.get("cmd") == "hello":
         implementation = '"python"' if mode == "implementation" else '{"name":"x","language":"python","version":"0"}'
         protocol = "true" if mode == "protocol-true" else "1"
+        if mode == "close-stdin-after-hello":
+            os.close(0)  # before answering: every request the runner writes next meets a broken pipe
         print('{"id":%s,"protocol":%s,"implementation":%s,"capabilities":[]}' % (rid, protocol, implementation),
               flush=True)
         if mode == "exit-after-hello":
             sys.exit(0)
         if mode == "close-stdin-after-hello":
-            os.close(0)  # every later request the runner writes meets a broken pipe, deterministically
             time.sleep(600)
         continue
     if mode == "deep":

@@ -25,6 +25,13 @@ whose body is the operation's phases in order:
   assignment — or falls through to the next phase;
 * an operation that runs out of phases raises the table's default error.
 
+One acquisition.  An unlocked phase between two locked ones whose
+caller-code effects all have a no-caller-code check (``NO_CALLER_CODE`` in
+the semantics; the implementations' kind ``no_caller_code``) is emitted
+twice: when every check holds for the call, the three runs of phases hold
+the lock once (spec/README.md §14, "One acquisition"); otherwise they are
+three segments, as the walk runs them.
+
 Inlining.  A call costs more than most of the steps the table names, so the
 generator writes each implementation's *body* in place of its call when the
 body qualifies (:func:`inline`: one parameter, no nested scope, a value's
@@ -87,7 +94,7 @@ Operation = Callable[[Any], Any]
 GENERATED_FILENAME: Final = "<tool-call-closure machine {digest}>"
 
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_KINDS: Final = ("guard", "effect", "result", "observed", "target")
+_KINDS: Final = ("guard", "effect", "result", "observed", "target", "no_caller_code")
 
 
 def python_name(kind: str, name: str) -> str:
@@ -148,7 +155,7 @@ _NOT_INLINED: Final = (
     ast.Import,
     ast.ImportFrom,
 )
-_VALUE_KINDS: Final = frozenset({"guard", "result", "observed", "target"})
+_VALUE_KINDS: Final = frozenset({"guard", "result", "observed", "target", "no_caller_code"})
 _HELPERS: Final = frozenset({"reentry_error", "reject", "spec_error", "draft_of", "install", "OPERATIONS"})
 
 
@@ -300,6 +307,7 @@ class _Code:
 
     def __init__(self, implementations: Mapping[str, Mapping[str, Callable[..., Any]]]) -> None:
         self.inlined: dict[tuple[str, str], Inlined] = {}
+        self.checked = frozenset(implementations.get("no_caller_code", {}))  # effects with a no-caller-code check
         self.modules: dict[str, str] = {}  # alias -> the module whose globals inlined bodies read through it
         reserved = {python_name(kind, name) for kind in _KINDS for name in implementations.get(kind, {})}
         reserved |= _GENERATED_LOCALS | _HELPERS | set(dir(builtins))
@@ -439,8 +447,12 @@ def _segments(table: Table, op: str) -> list[tuple[bool, list[str]]]:
     return segments
 
 
-def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool, code: _Code) -> None:
-    out.line(f"# --- phase {_comment(phase)} ({'locked' if locked else 'unlocked: caller code may run'})")
+def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool, code: _Code, held: bool = False) -> None:
+    if held:
+        label = "unlocked, run under the lock here: it runs no caller code for this call"
+    else:
+        label = "locked" if locked else "unlocked: caller code may run"
+    out.line(f"# --- phase {_comment(phase)} ({label})")
     if not locked:  # the same rows in every state (the validator requires it)
         _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state), code)
         return
@@ -459,29 +471,77 @@ def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool, c
         out.dedent()
 
 
+def _emit_locked(out: _Writer, table: Table, op: str, phases: list[tuple[str, bool]], code: _Code) -> None:
+    """One acquisition of the lock around ``phases`` (name, locked); the reentry check first."""
+    names = ", ".join(_comment(phase) for phase, _ in phases)
+    out.line(f"# --- {'phase' if len(phases) == 1 else 'phases'} {names}: under the lock, in one acquisition")
+    out.line("lock = closure._lock")
+    out.line("if lock._is_owned():  # a finalizer or signal handler of this thread, inside a locked phase")
+    out.line(f"    raise reentry_error({op!r})")
+    out.line("with lock:")
+    out.indent()
+    for phase, locked in phases:
+        _emit_phase(out, table, op, phase, locked, code, held=not locked)
+    out.dedent()
+
+
+def _checked_effects(table: Table, op: str, phases: list[str], code: _Code) -> list[str] | None:
+    """The effects of unlocked ``phases`` if every one has a no-caller-code check (else ``None``)."""
+    effects = [
+        effect
+        for phase in phases
+        for row in table.rows_for(op, phase, table.initial_run_state)
+        for effect in row.effects
+        if table.effects[effect].caller_code
+    ]
+    return effects if effects and all(effect in code.checked for effect in effects) else None
+
+
 def _emit_operation(out: _Writer, table: Table, op: str, code: _Code) -> None:
-    """``run_<op>``: the phases in order, each run of locked phases under one acquisition of the lock."""
+    """``run_<op>``: the phases in order, each run of locked phases under one acquisition of the lock.
+
+    An unlocked run of phases between two locked ones whose caller-code
+    effects all have a no-caller-code check is emitted twice: under one
+    acquisition with the runs around it when every check holds for the call,
+    and as three segments otherwise.
+    """
     spec = table.operations[op]
     out.line(f"def run_{op}(ctx):")
     out.indent()
     out.line(_docstring(f"{op}: {' -> '.join(spec.phases)}."))
     out.line("closure = ctx.closure")
     out.line("trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None")
-    for locked, phases in _segments(table, op):
-        if not locked:
-            for phase in phases:
-                _emit_phase(out, table, op, phase, locked, code)
+    segments = _segments(table, op)
+    position = 0
+    while position < len(segments):
+        locked, phases = segments[position]
+        window = segments[position : position + 3]
+        checked = None
+        if locked and len(window) == 3 and not window[1][0] and window[2][0]:
+            checked = _checked_effects(table, op, window[1][1], code)
+        if checked is not None:
+            out.line("# the unlocked phase between runs no caller code for this call: one acquisition for all three")
+            conditions = [code.statements(out, "no_caller_code", effect) for effect in checked]
+            out.line(f"if {' and '.join(conditions)}:")
+            out.indent()
+            held = [(p, True) for p in phases] + [(p, False) for p in window[1][1]] + [(p, True) for p in window[2][1]]
+            _emit_locked(out, table, op, held, code)
+            out.dedent()
+            out.line("else:")
+            out.indent()
+            _emit_locked(out, table, op, [(p, True) for p in phases], code)
+            for phase in window[1][1]:
+                _emit_phase(out, table, op, phase, False, code)
+            _emit_locked(out, table, op, [(p, True) for p in window[2][1]], code)
+            out.dedent()
+            position += 3
             continue
-        label = "phase" if len(phases) == 1 else "phases"
-        out.line(f"# --- {label} {', '.join(_comment(p) for p in phases)}: under the lock, in one acquisition")
-        out.line("lock = closure._lock")
-        out.line("if lock._is_owned():  # a finalizer or signal handler of this thread, inside a locked phase")
-        out.line(f"    raise reentry_error({op!r})")
-        out.line("with lock:")
-        out.indent()
-        for phase in phases:
-            _emit_phase(out, table, op, phase, True, code)
-        out.dedent()
+        if locked:
+            _emit_locked(out, table, op, [(p, True) for p in phases], code)
+        else:
+            for phase in phases:
+                _emit_phase(out, table, op, phase, False, code)
+        position += 1
     out.line("# no row ended the operation: the table's default")
     out.line("run = closure._run")
     out.line(

@@ -186,6 +186,7 @@ class Machine:
             "result": dict(sem.RESULTS),
             "observed": dict(sem.OBSERVED),
             "target": dict(sem.TARGETS),
+            "no_caller_code": dict(sem.NO_CALLER_CODE),
         }
         # The same table written out as Python (see .compiler); ``run`` executes it.
         self.source, self.operations = compile_operations(
@@ -367,6 +368,7 @@ def _check_contexts(table: Table) -> None:
         if row.guard is not None:
             named.append(("guard", row.guard, sem.GUARDS[row.guard]))
         named += [("effect", name, sem.EFFECTS[name]) for name in row.effects]
+        named += [("no-caller-code check", n, sem.NO_CALLER_CODE[n]) for n in row.effects if n in sem.NO_CALLER_CODE]
         if row.to_by is not None:
             named.append(("target rule", row.to_by, sem.TARGETS[row.to_by]))
         if result is not None and result.kind == "return":
@@ -413,6 +415,15 @@ def _check_bindings(
         if unused:
             raise TableError(
                 f"invalid transition table: implemented {what} {unused[0]!r} is not named by the table",
+                code="table_invalid",
+            )
+    # A no-caller-code check is for an effect the table marks caller_code: the one kind of effect that may need it.
+    for name in sorted(sem.NO_CALLER_CODE):
+        effect = table.effects.get(name)
+        if effect is None or not effect.caller_code:
+            raise TableError(
+                f"invalid transition table: implemented no-caller-code check {name!r} is not for an effect the "
+                "table marks caller_code",
                 code="table_invalid",
             )
     # Texts run the other way: the semantics read them and the table supplies them.

@@ -81,6 +81,7 @@ from tool_call_closure.values import (
 __all__ = [
     "EFFECTS",
     "GUARDS",
+    "NO_CALLER_CODE",
     "OBSERVED",
     "RESULTS",
     "TARGETS",
@@ -691,3 +692,42 @@ def _target_reason_status(ctx: CloseContext) -> str:
 TARGETS: Final[Mapping[str, Callable[[Any], str]]] = {
     "reason.status": _target_reason_status,
 }
+
+
+# --------------------------------------------------------------------------- effects without caller code, per call
+#
+# An unlocked phase exists so that caller code never runs under the lock.  For many calls it runs none:
+# a plain string is stored as is, a plain dict of strings is read without calling anything.  For such
+# a call the compiled operation runs the phase inside the lock segments around it, which then are one
+# acquisition (spec/README.md §14, "One acquisition"): the same rows fire, in the same order, and no
+# other operation can land between the admission and the commit — one of the interleavings the spec
+# allows anyway.  Each check answers True only when the effect provably reads nothing but plain values.
+
+
+def _plain_text_or_absent(value: object) -> bool:
+    return type(value) is str or value is None or value is ABSENT
+
+
+def normalize_outcome_runs_no_caller_code(ctx: SettleContext) -> bool:
+    # succeed: a plain str content is stored as is (NORM-8); fail or cancel: a plain str code and message
+    # (an exception's text would run its __str__); settle reads an outcome object (keys, getters): never.
+    status = ctx.fixed_status
+    plain_content = status == "success" and type(ctx.content) is str
+    plain_parts = (
+        status in ("error", "cancelled") and _plain_text_or_absent(ctx.code) and _plain_text_or_absent(ctx.message)
+    )
+    return plain_content or plain_parts
+
+
+def normalize_close_reason_runs_no_caller_code(ctx: CloseContext) -> bool:
+    # No reason, or a plain dict of plain str keys and plain str (or None) values: read without calling anything.
+    reason = ctx.reason
+    plain = type(reason) is dict and all(type(key) is str and _plain_text_or_absent(v) for key, v in reason.items())
+    return reason is None or reason is ABSENT or plain
+
+
+NO_CALLER_CODE: Final[Mapping[str, Callable[[Any], bool]]] = {
+    "normalize_outcome": normalize_outcome_runs_no_caller_code,
+    "normalize_close_reason": normalize_close_reason_runs_no_caller_code,
+}
+"""Effect (marked ``caller_code`` in the table) -> whether, for this call, it runs no caller code at all."""
