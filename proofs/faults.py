@@ -12,9 +12,12 @@ operation completes it.  Never half-written.
 
 :func:`run_with_fault` runs one operation under ``sys.settrace`` with opcode
 events and raises :class:`InjectedFault` at the k-th *point*: an opcode
-executed in any Python frame while the instance's lock is held (the effects,
-guards, results, snapshot building, value constructors, the standard
-library's ``weakref`` code the registry runs), except inside
+executed while the instance's lock is held in a frame of the instance's own
+code (the generated operations, the effects, guards, results, snapshot
+building, the view builders) or of the standard library's ``weakref`` code
+the registry runs — not in other code that happens to run then, such as a
+test framework's garbage-collector callback, whose timing is the collector's
+— except inside
 ``install`` (a check and the one assignment: the atomic step itself) and
 the lock plumbing: the ``with lock:`` line of each generated operation
 (acquiring the lock and registering its release is one opcode, and
@@ -39,9 +42,11 @@ longer fires injects at every point of every commit.
 
 from __future__ import annotations
 
+import _weakrefset
 import linecache
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +59,8 @@ _PACKAGE = tool_call_closure.__file__.rsplit("/", 1)[0]
 # The interpreter's methods that acquire the lock or only dispatch; a name absent from a build is harmless.
 _LOCK_PLUMBING = frozenset({"run", "run_locked", "walk"})
 _GENERATED = "<tool-call-closure machine "  # the compiled table's file name (machine/compiler.py)
+_OWN_GENERATED = "<tool-call-closure "  # the compiled table and the view builders (values.py)
+_WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})  # the registry's WeakValueDictionary
 _PLUMBING_LINE = "with lock:"  # a generated operation's acquisition and release of the lock
 _INSTALLS = frozenset({"install", "install_diagnostic"})  # the one-assignment steps of machine/context.py
 
@@ -74,10 +81,17 @@ class FaultRun:
 
 
 def _traced(frame: types.FrameType) -> bool:
-    """Every frame but the lock plumbing (points are only counted while the lock is held)."""
-    code = frame.f_code
-    return not (code.co_filename.startswith(_PACKAGE) and code.co_filename.endswith("interpreter.py")
-                and code.co_name in _LOCK_PLUMBING)  # fmt: skip
+    """The instance's own code and the weakref code it runs, but not the lock plumbing.
+
+    Points are only counted while the lock is held.  Frames of other code that happens to run
+    then — a test framework's garbage-collector callback, a profiler — are not points: they run
+    when the cyclic collector decides, so counting them would make the k-th point differ from one
+    run of the same operation to the next.
+    """
+    filename = frame.f_code.co_filename
+    if filename.startswith(_PACKAGE):
+        return not (filename.endswith("interpreter.py") and frame.f_code.co_name in _LOCK_PLUMBING)
+    return filename.startswith(_OWN_GENERATED) or filename in _WEAKREF_FILES
 
 
 def _is_plumbing_line(frame: types.FrameType) -> bool:

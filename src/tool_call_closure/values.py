@@ -361,7 +361,8 @@ def _builder(cls: type[_V]) -> Callable[..., _V]:
         "    return view\n"
     )
     namespace: dict[str, Any] = {"new": object.__new__, "twin": twin, "cls": cls}
-    exec(source, namespace)  # the source is built from the class's own field names
+    # The source is built from the class's own field names; the file name says whose code it is.
+    exec(compile(source, f"<tool-call-closure view builder {cls.__name__}>", "exec"), namespace)
     make = namespace["make"]
     make.__qualname__ = f"new_{cls.__name__}"
     return cast(Callable[..., _V], make)
