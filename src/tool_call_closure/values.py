@@ -18,7 +18,7 @@ Records.  The instance keeps its own state as plain tuples — a
 :data:`CallRecord` per call, a :data:`SettlementRecord` per outcome, a
 :data:`DiagnosticRecord` per rejection and a :data:`CloseReasonRecord` — and
 never hands them out: what a caller gets is a *view* built from them
-(:func:`call_views`, :func:`settlement_view` …).  A tuple of strings and
+(:func:`call_views`, :func:`accepted_view` …).  A tuple of strings and
 numbers cannot be changed by anyone, not even with ``object.__setattr__``,
 so what an export renders (from the records) is what the instance recorded,
 whatever is done to a view.  The views are built without the dataclass
@@ -64,15 +64,14 @@ __all__ = [
     "SettlementResult",
     "SideEffectState",
     "Snapshot",
+    "accepted_view",
     "call_records",
     "call_views",
     "close_reason_view",
     "diagnostic_views",
-    "new_accepted",
     "new_begin_result",
     "new_rejection",
     "settlement_record",
-    "settlement_view",
 ]
 
 _T = TypeVar("_T", bound=type)
@@ -341,31 +340,68 @@ COMPLETE_RECORD: Final[CloseReasonRecord] = ("complete", None, None, None)
 _V = TypeVar("_V")
 
 
+def _fields(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(cls))
+
+
+def _twin(cls: type) -> type:
+    """An unfrozen class with the slots of the frozen dataclass ``cls``: the identical layout."""
+    return type(f"_{cls.__name__}Builder", (), {"__slots__": _fields(cls)})
+
+
+def _compiled(source: str, name: str, namespace: dict[str, Any]) -> Any:
+    # The source is built from the classes' own field names; the file name says whose code it is.
+    exec(compile(source, f"<tool-call-closure view builder {name}>", "exec"), namespace)
+    function = namespace[name]
+    function.__qualname__ = name
+    return function
+
+
 def _builder(cls: type[_V]) -> Callable[..., _V]:
     """``make(*fields)``: an instance of the frozen dataclass ``cls``, built without its ``__init__``.
 
     A frozen dataclass's ``__init__`` writes each field through
     ``object.__setattr__``, about four times the cost of a plain slot write.
     ``make`` fills the same slots on an instance of an unfrozen twin with the
-    identical layout, then gives it the class ``cls``: the result is an
-    ordinary, sealed ``cls`` instance.  Only the views below use it, always
-    with every field given in declaration order.
+    identical layout (:func:`_twin`), then gives it the class ``cls``: the
+    result is an ordinary, sealed ``cls`` instance.  Only the views below use
+    it, always with every field given in declaration order.
     """
-    fields = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
-    twin = type(f"_{cls.__name__}Builder", (), {"__slots__": fields})
+    fields = _fields(cls)
+    name = f"new_{cls.__name__}"
     source = (
-        f"def make({', '.join(fields)}):\n"
+        f"def {name}({', '.join(fields)}):\n"
         "    view = new(twin)\n"
-        + "".join(f"    view.{name} = {name}\n" for name in fields)
+        + "".join(f"    view.{field} = {field}\n" for field in fields)
         + "    view.__class__ = cls\n"
         "    return view\n"
     )
-    namespace: dict[str, Any] = {"new": object.__new__, "twin": twin, "cls": cls}
-    # The source is built from the class's own field names; the file name says whose code it is.
-    exec(compile(source, f"<tool-call-closure view builder {cls.__name__}>", "exec"), namespace)
-    make = namespace["make"]
-    make.__qualname__ = f"new_{cls.__name__}"
-    return cast(Callable[..., _V], make)
+    return cast(Callable[..., _V], _compiled(source, name, {"new": object.__new__, "twin": _twin(cls), "cls": cls}))
+
+
+def _accepted_builder() -> Callable[[int, str, SettlementRecord], Accepted]:
+    """``accepted_view(generation, call_id, record)``: an :class:`Accepted` and its settlement view, in one call."""
+    source = (
+        "def accepted_view(generation, call_id, record):\n"
+        "    settlement = new(settlement_twin)\n"
+        f"    {', '.join(f'settlement.{field}' for field in _fields(Settlement))} = record\n"
+        "    settlement.__class__ = Settlement\n"
+        "    view = new(accepted_twin)\n"
+        "    view.generation = generation\n"
+        "    view.call_id = call_id\n"
+        "    view.settlement = settlement\n"
+        "    view.__class__ = Accepted\n"
+        "    return view\n"
+    )
+    assert _fields(Accepted) == ("generation", "call_id", "settlement")
+    namespace: dict[str, Any] = {
+        "new": object.__new__,
+        "settlement_twin": _twin(Settlement),
+        "accepted_twin": _twin(Accepted),
+        "Settlement": Settlement,
+        "Accepted": Accepted,
+    }
+    return cast(Callable[[int, str, SettlementRecord], Accepted], _compiled(source, "accepted_view", namespace))
 
 
 _new_settlement: Final = _builder(Settlement)
@@ -373,13 +409,8 @@ _new_call: Final = _builder(CallSnapshot)
 _new_diagnostic: Final = _builder(Diagnostic)
 _new_close_reason: Final = _builder(CloseReason)
 new_rejection: Final[Callable[[str, str | None, int | None, str | None], Rejection]] = _builder(Rejection)
-new_accepted: Final[Callable[[int, str, Settlement], Accepted]] = _builder(Accepted)
 new_begin_result: Final[Callable[[int, BatchHandle, Snapshot | None], BeginResult]] = _builder(BeginResult)
-
-
-def settlement_view(record: SettlementRecord) -> Settlement:
-    """A new :class:`Settlement` with the fields of ``record``."""
-    return _new_settlement(*record)
+accepted_view: Final = _accepted_builder()
 
 
 def settlement_record(settlement: Settlement) -> SettlementRecord:

@@ -70,12 +70,11 @@ from tool_call_closure.values import (
     CloseReasonRecord,
     SettlementRecord,
     Snapshot,
+    accepted_view,
     call_views,
     close_reason_view,
     diagnostic_views,
-    new_accepted,
     new_begin_result,
-    settlement_view,
 )
 
 __all__ = [
@@ -594,7 +593,7 @@ def _accepted(ctx: SettleContext) -> Accepted:
     assert ctx.settlement is not None
     assert ctx.reject_generation is not None
     # A view of its own: the caller may do anything to it without reaching the record.
-    return new_accepted(ctx.reject_generation, ctx.call_id, settlement_view(ctx.settlement))
+    return accepted_view(ctx.reject_generation, ctx.call_id, ctx.settlement)
 
 
 def _snapshot(ctx: Context) -> Snapshot:
