@@ -399,3 +399,21 @@ def test_a_no_caller_code_check_for_an_effect_that_runs_none_is_refused(monkeypa
     monkeypatch.setitem(semantics.NO_CALLER_CODE, "record_settlement", lambda ctx: True)  # type: ignore[index]
     with pytest.raises(TableError, match="no-caller-code check 'record_settlement'"):
         Machine(TABLE)
+
+
+def test_emit_outline_prints_the_rows_as_code_with_every_name_called() -> None:
+    """``table --emit-outline``: the generated code with nothing inlined (a rendering of the table for reading)."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["table", "--emit-outline"]) == 0
+    outline = out.getvalue()
+    assert outline == generate_source(TABLE, {})
+    compile(outline, "<outline>", "exec")
+    assert ": inlined from " not in outline
+    for r in TABLE.transitions:
+        assert repr(r.id) in outline
+        for effect in r.effects:
+            assert f"{python_name('effect', effect)}(ctx)" in outline
+        if r.guard is not None:
+            assert f"{python_name('guard', r.guard)}(ctx)" in outline
+    assert len(outline) < len(MACHINE.source)

@@ -18,7 +18,7 @@
     Serve protocol v1 on stdin/stdout: the reference as a conformance subject.
 ``demo``
     Abort a batch midway and print the snapshot and the three provider payloads.
-``table [PATH] [--diagram | --emit-python]``
+``table [PATH] [--diagram | --emit-python | --emit-outline]``
     Validate a transition table and summarize it, or print its state diagrams,
     or print the Python code the reference compiles it to.
 ``bench [--quick] [--out PATH] [--plot PATH]``
@@ -150,6 +150,12 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the Python code the table compiles to (one function per operation) instead",
     )
+    shown.add_argument(
+        "--emit-outline",
+        action="store_true",
+        help="print the same code with every guard, effect and result called by name, not written in: "
+        "the table's rows as code, for reading",
+    )
     bench = commands.add_parser("bench", help="run the shared benchmark workload, against the original when found")
     bench_arguments(bench)
     return parser
@@ -224,7 +230,7 @@ def _run(args: argparse.Namespace) -> int:
         return run_demo(sys.stdout)
     if command == "bench":
         return run_bench(args)
-    return _table(args.path, args.diagram, args.emit_python)
+    return _table(args.path, args.diagram, args.emit_python, args.emit_outline)
 
 
 def _subject_spec(args: argparse.Namespace) -> SubjectSpec | int:
@@ -419,7 +425,7 @@ def _one_line(exc: BaseException) -> str:
     return text[:500] if text else type(exc).__name__
 
 
-def _table(path: Path | None, diagram: bool, emit_python: bool = False) -> int:
+def _table(path: Path | None, diagram: bool, emit_python: bool = False, emit_outline: bool = False) -> int:
     from tool_call_closure.errors import TableError
     from tool_call_closure.machine.diagram import mermaid
 
@@ -434,6 +440,11 @@ def _table(path: Path | None, diagram: bool, emit_python: bool = False) -> int:
         return 0
     if emit_python:
         print(machine.source, end="")  # exactly the source the machine compiled and runs
+        return 0
+    if emit_outline:
+        from tool_call_closure.machine.compiler import generate_source
+
+        print(generate_source(table, {}), end="")  # nothing inlined: each name is a call, as in the walk
         return 0
     print(f"valid table, version {table.version}")
     print(f"  run states:  {', '.join(table.run_states)} (closed: {', '.join(sorted(table.closed_run_states))})")
