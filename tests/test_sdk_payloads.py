@@ -181,7 +181,7 @@ def test_next_requests_built_from_sdk_objects_validate() -> None:
 
 
 def test_ADP_5_an_export_renders_each_distinct_settlement_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tool_call_closure import ToolCallClosure
+    from tool_call_closure import Snapshot, ToolCallClosure
     from tool_call_closure.providers import result_text as module
 
     rendered: list[object] = []
@@ -202,7 +202,13 @@ def test_ADP_5_an_export_renders_each_distinct_settlement_once(monkeypatch: pyte
     assert len(rendered) == 3  # two reported failures and the one synthetic settlement c3..c5 share
     responses = closure.to_openai_responses(snapshot)
     anthropic = closure.to_anthropic_tool_results(snapshot)
-    assert len(rendered) == 9
+    assert len(rendered) == 3  # rendered once for all the exports of the snapshot, not once per export
+    closure.to_bedrock_tool_results(snapshot)
+    assert len(rendered) == 3
+    again = closure.close(batch.handle)  # a new snapshot: a memo of its own
+    assert isinstance(again, Snapshot)
+    closure.to_openai_chat_completions(again)
+    assert len(rendered) == 6
     assert [m["content"] for m in chat] == [r["output"] for r in responses] == [b["content"] for b in anthropic]
     assert chat[3]["content"] == chat[5]["content"] == module.result_text(snapshot.calls[4].settlement)  # type: ignore[arg-type]
     assert '"message":"second"' in chat[2]["content"]

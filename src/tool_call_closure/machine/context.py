@@ -84,8 +84,8 @@ __all__ = [
     "reentry_error",
 ]
 
-Renderer = Callable[[Sequence[CallRecord]], list[dict[str, Any]]]
-"""A provider format: a closed snapshot's call records to its payload (bound above the machine, by the public class)."""
+Renderer = Callable[[Sequence[CallRecord], dict[int, str]], list[dict[str, Any]]]
+"""A provider format: a closed snapshot's call records and its text memo to its payload (bound by the public class)."""
 
 
 class Run:
@@ -151,7 +151,7 @@ class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
     live exactly as long as views.
     """
 
-    __slots__ = ("calls", "closed", "key", "records")
+    __slots__ = ("calls", "closed", "key", "records", "texts")
 
     def __new__(
         cls, view: Snapshot, closed: bool, calls: tuple[CallRecord, ...], records: dict[int, SnapshotRecord]
@@ -163,6 +163,7 @@ class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
     ) -> None:
         self.closed = closed  # (the reference itself was made by __new__)
         self.calls = calls
+        self.texts: dict[int, str] = {}  # id(settlement record) -> its export text, for all exports (ADP-5)
         self.key = id(view)
         self.records = records
 

@@ -549,7 +549,7 @@ def render_payload(ctx: ExportContext) -> None:
     # argument is never read, so nothing done to it, and no caller code, reaches the payload.
     record = record_of(ctx.closure, ctx.snapshot_arg)
     assert record is not None
-    ctx.payload = ctx.renderer(record.calls)  # a new list of new items on every export (ADP-4)
+    ctx.payload = ctx.renderer(record.calls, record.texts)  # a new list of new items on every export (ADP-4)
 
 
 # --------------------------------------------------------------------------- results

@@ -61,7 +61,7 @@ __all__ = [
     "openai_responses",
 ]
 
-RENDERERS: Final[Mapping[str, Callable[[Sequence[CallRecord]], list[dict[str, Any]]]]] = {
+RENDERERS: Final[Mapping[str, Callable[[Sequence[CallRecord], dict[int, str]], list[dict[str, Any]]]]] = {
     openai_chat.FORMAT: openai_chat.render_records,
     openai_responses.FORMAT: openai_responses.render_records,
     anthropic.FORMAT: anthropic.render_records,

@@ -169,13 +169,13 @@ class AnthropicStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """ADP-4/ADP-6: ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}`` per decided call.
 
     ``is_error: true`` marks every call that did not succeed; a success has no
     ``is_error`` key at all.
     """
-    text = export_texts()  # a close's shared synthetic settlement is rendered once
+    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     payload: list[dict[str, Any]] = []
     for call_id, _name, state, settlement in calls:
         if settlement is None:

@@ -167,9 +167,9 @@ class BedrockStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call."""
-    text = export_texts()  # a close's shared synthetic settlement is rendered once
+    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     payload: list[dict[str, Any]] = []
     for call_id, _name, state, settlement in calls:
         if settlement is None:

@@ -199,9 +199,9 @@ class ChatStream:
         return Ingested.of(calls, self._skipped, self._finish)
 
 
-def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order."""
-    text = export_texts()  # a close's shared synthetic settlement is rendered once
+    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     return [
         {"role": "tool", "tool_call_id": call_id, "content": text(settlement)}
         for call_id, _name, _state, settlement in calls

@@ -170,9 +170,9 @@ class ResponsesStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_records(calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """ADP-4: ``{"type": "function_call_output", "call_id", "output"}`` per decided call, in announcement order."""
-    text = export_texts()  # a close's shared synthetic settlement is rendered once
+    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     return [
         {"type": "function_call_output", "call_id": call_id, "output": text(settlement)}
         for call_id, _name, _state, settlement in calls

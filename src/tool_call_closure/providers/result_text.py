@@ -3,9 +3,10 @@
 Renderers read the instance's own records of a snapshot's calls
 (:data:`~tool_call_closure.values.CallRecord`, :data:`~tool_call_closure.values.SettlementRecord`:
 plain tuples), never the view a caller holds.  A close gives all its pending
-calls one shared synthetic settlement record, so an export renders the JSON
-text of each distinct settlement once (:func:`export_texts`) instead of once
-per call.
+calls one shared synthetic settlement record; the JSON text of each distinct
+error or cancellation is rendered once for all the exports of a snapshot
+(:func:`export_texts`, with the memo the instance keeps beside its record of
+the snapshot), not once per call or once per export.
 """
 
 from __future__ import annotations
@@ -68,14 +69,17 @@ def result_text(settlement: Settlement) -> str:
     return record_text(settlement_record(settlement))
 
 
-def export_texts() -> Callable[[SettlementRecord], str]:
-    """:func:`record_text` for one export: each distinct error or cancellation is rendered once.
+def export_texts(texts: dict[int, str] | None = None) -> Callable[[SettlementRecord], str]:
+    """:func:`record_text` memoized in ``texts``: each distinct error or cancellation is rendered once.
 
-    Keyed by identity, which is stable for the length of one export: the
-    records being rendered hold every settlement alive.  Nothing outlives the
-    export, so memory stays bounded by the snapshot.
+    Keyed by the record's identity.  The instance passes the memo it keeps
+    with its record of the snapshot (``SnapshotRecord.texts``), which holds
+    every settlement record alive as long as the memo: the text is rendered
+    once for all the exports of that snapshot, and goes with it.  Without a
+    memo, one for this export only.
     """
-    texts: dict[int, str] = {}
+    if texts is None:
+        texts = {}
 
     def text(settlement: SettlementRecord) -> str:
         if settlement[STATUS] == "success":
