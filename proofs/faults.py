@@ -56,8 +56,8 @@ import tool_call_closure
 __all__ = ["FaultRun", "InjectedFault", "run_with_fault", "sweep"]
 
 _PACKAGE = tool_call_closure.__file__.rsplit("/", 1)[0]
-# The interpreter's methods that acquire the lock or only dispatch; a name absent from a build is harmless.
-_LOCK_PLUMBING = frozenset({"run", "run_locked", "walk"})
+# The interpreter's methods that acquire the lock (Machine.walk) or only dispatch (Machine.run).
+_LOCK_PLUMBING = frozenset({"run", "walk"})
 _GENERATED = "<tool-call-closure machine "  # the compiled table's file name (machine/compiler.py)
 _OWN_GENERATED = "<tool-call-closure "  # the compiled table and the view builders (values.py)
 _WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})  # the registry's WeakValueDictionary

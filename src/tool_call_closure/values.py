@@ -43,8 +43,16 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast, fina
 from tool_call_closure.errors import FrozenValueError
 
 __all__ = [
+    "CALL_SETTLEMENT",
+    "CALL_STATE",
+    "CODE",
     "COMPLETE",
     "COMPLETE_RECORD",
+    "CONTENT",
+    "MESSAGE",
+    "PROVENANCE",
+    "SIDE_EFFECT_STATE",
+    "STATUS",
     "Accepted",
     "BatchHandle",
     "BeginResult",
@@ -336,6 +344,16 @@ CloseReasonRecord: TypeAlias = tuple[str, str | None, str | None, str | None]
 """``(status, code, message, side_effect_state)``: a :class:`CloseReason`'s fields, in order."""
 
 COMPLETE_RECORD: Final[CloseReasonRecord] = ("complete", None, None, None)
+
+# Positions in the records (each record's fields are its value type's, in declaration order).
+CALL_STATE: Final = 2  # in a CallRecord: (id, name, state, settlement)
+CALL_SETTLEMENT: Final = 3
+STATUS: Final = 0  # in a SettlementRecord and a CloseReasonRecord: the status comes first
+PROVENANCE: Final = 1  # in a SettlementRecord: (status, provenance, content, code, message, side_effect_state)
+CONTENT: Final = 2
+CODE: Final = 3
+MESSAGE: Final = 4
+SIDE_EFFECT_STATE: Final = 5
 
 _V = TypeVar("_V")
 

@@ -53,6 +53,7 @@ from typing import Any, Final, Protocol
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import spec_error
 from tool_call_closure.values import (
+    CALL_SETTLEMENT,
     BatchHandle,
     CallRecord,
     CloseReasonRecord,
@@ -123,7 +124,7 @@ class Run:
     @property
     def pending(self) -> int:
         """The number of calls without a settlement (counted, not stored: nothing can leave it stale)."""
-        return sum(1 for call in self.calls if call[3] is None)
+        return sum(1 for call in self.calls if call[CALL_SETTLEMENT] is None)
 
     def draft(self) -> Run:
         """A copy to build the next version of this generation in: its own call list, the rest shared."""

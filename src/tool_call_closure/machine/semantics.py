@@ -62,7 +62,9 @@ from tool_call_closure.machine.context import (
     draft_of,
 )
 from tool_call_closure.values import (
+    CALL_STATE,
     COMPLETE_RECORD,
+    STATUS,
     Accepted,
     BatchHandle,
     BeginResult,
@@ -244,13 +246,13 @@ def call_unknown(ctx: SettleContext) -> bool:
 def call_not_pending(ctx: SettleContext) -> bool:
     run = ctx.closure._run
     assert run is not None
-    return run.calls[run.index[ctx.call_id]][2] != ctx.closure._machine.initial_call_state  # [2]: the state
+    return run.calls[run.index[ctx.call_id]][CALL_STATE] != ctx.closure._machine.initial_call_state
 
 
 def has_pending_calls(ctx: Context) -> bool:
     # Counted, not read from a stored counter: no interrupted commit can leave a count stale.
     pending = ctx.closure._machine.initial_call_state
-    return any(call[2] == pending for call in _run(ctx).calls)  # call[2]: the state
+    return any(call[CALL_STATE] == pending for call in _run(ctx).calls)
 
 
 def generation_changed(ctx: BeginContext) -> bool:
@@ -489,7 +491,7 @@ def _close_calls(machine: MachineView, run: Run, reason: CloseReasonRecord, even
     pending = machine.initial_call_state
     calls = run.calls  # the draft's own list: the installed run is not touched
     for position, call in enumerate(calls):
-        if call[2] == pending:  # call[2]: the state
+        if call[CALL_STATE] == pending:
             calls[position] = machine.apply_call_event(call, event, settlement)
 
 
@@ -524,7 +526,7 @@ def record_settlement(ctx: SettleContext) -> None:
     assert settlement is not None
     position = run.index[ctx.call_id]
     call = machine.apply_call_event(
-        run.calls[position], machine.call_event("record_settlement", settlement[0]), settlement
+        run.calls[position], machine.call_event("record_settlement", settlement[STATUS]), settlement
     )
     ctx.staged_call = (position, call)  # installed as one list-item assignment
 
@@ -533,7 +535,7 @@ def synthesize_pending(ctx: CloseContext) -> None:
     machine = ctx.closure._machine
     reason = ctx.close_reason
     assert reason is not None
-    _close_calls(machine, draft_of(ctx), reason, machine.call_event("synthesize_pending", reason[0]))  # [0]: the status
+    _close_calls(machine, draft_of(ctx), reason, machine.call_event("synthesize_pending", reason[STATUS]))
 
 
 def record_close_reason(ctx: CloseContext) -> None:
@@ -656,7 +658,7 @@ def _observed_preview(ctx: SettleContext) -> str | None:
 
 
 def _observed_normalized(ctx: SettleContext) -> str | None:
-    return ctx.settlement[0] if ctx.settlement is not None else None  # [0]: the status
+    return ctx.settlement[STATUS] if ctx.settlement is not None else None
 
 
 def _observed_none(ctx: Context) -> None:
@@ -685,7 +687,7 @@ TEXTS: Final = frozenset(
 
 def _target_reason_status(ctx: CloseContext) -> str:
     assert ctx.close_reason is not None, "normalize_close_reason ran before the commit"
-    return ctx.close_reason[0]  # [0]: the status
+    return ctx.close_reason[STATUS]
 
 
 TARGETS: Final[Mapping[str, Callable[[Any], str]]] = {

@@ -41,9 +41,9 @@ from typing import Any, Final
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, items
-from tool_call_closure.providers.result_text import CONTENT, STATUS, record_error_object
+from tool_call_closure.providers.result_text import record_error_object
 from tool_call_closure.providers.sdk_types import GeminiContent, GeminiPart
-from tool_call_closure.values import CallRecord, Snapshot, call_records
+from tool_call_closure.values import CONTENT, STATUS, CallRecord, Snapshot, call_records
 
 __all__ = [
     "FORMAT",

@@ -12,32 +12,28 @@ the snapshot), not once per call or once per export.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from tool_call_closure.ecma import json_stringify
-from tool_call_closure.values import Settlement, SettlementRecord, settlement_record
+from tool_call_closure.values import (
+    CODE,
+    CONTENT,
+    MESSAGE,
+    PROVENANCE,
+    SIDE_EFFECT_STATE,
+    STATUS,
+    Settlement,
+    SettlementRecord,
+    settlement_record,
+)
 
 __all__ = [
-    "CODE",
-    "CONTENT",
-    "MESSAGE",
-    "PROVENANCE",
-    "SIDE_EFFECT_STATE",
-    "STATUS",
     "error_object",
     "export_texts",
     "record_error_object",
     "record_text",
     "result_text",
 ]
-
-# Positions in a SettlementRecord.
-STATUS: Final = 0
-PROVENANCE: Final = 1
-CONTENT: Final = 2
-CODE: Final = 3
-MESSAGE: Final = 4
-SIDE_EFFECT_STATE: Final = 5
 
 
 def record_error_object(settlement: SettlementRecord) -> dict[str, Any]:
