@@ -22,7 +22,10 @@ never hands them out: what a caller gets is a *view* built from them
 numbers cannot be changed by anyone, not even with ``object.__setattr__``,
 so what an export renders (from the records) is what the instance recorded,
 whatever is done to a view.  The views are built without the dataclass
-``__init__`` (:func:`_builder`), which costs a field assignment each.
+``__init__`` (:func:`_builder`), which costs a field assignment each.  The
+nested views of a :class:`Snapshot` (its calls and diagnostics) and of an
+:class:`Accepted` (its settlement) are built when first read
+(:func:`_deferring`): an export renders the records and never needs them.
 
 Two identity rules matter:
 
@@ -36,6 +39,7 @@ Two identity rules matter:
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast, final
@@ -80,6 +84,7 @@ __all__ = [
     "new_begin_result",
     "new_rejection",
     "settlement_record",
+    "snapshot_view",
 ]
 
 _T = TypeVar("_T", bound=type)
@@ -103,6 +108,81 @@ def _sealed(cls: _T) -> _T:
     cls.__setattr__ = refuse_assignment  # type: ignore[assignment]
     cls.__delattr__ = refuse_deletion  # type: ignore[assignment]
     return cls
+
+
+class _Deferred:
+    """The hidden slot of a view whose nested views are built when first read (see :func:`_deferring`).
+
+    ``_deferred`` holds the records the nested views are built from, until
+    they are built; then ``None``.  It is a slot of a base class, not a
+    field: it takes no part in ``fields()``, equality, ``repr`` or ``replace``.
+    """
+
+    __slots__ = ("_deferred",)
+
+
+class _DeferredReferable(_Deferred):
+    """:class:`_Deferred` with a weak-reference slot, for a view the instance keeps a weak reference to.
+
+    The slot sits in the base, not among the dataclass's own slots, so a view
+    can still be built on a twin class and given its real class (CPython
+    assigns ``__class__`` only between identical layouts, which a
+    ``__weakref__`` after the fields rules out).
+    """
+
+    __slots__ = ("__weakref__",)
+
+
+# Held while a deferred view's fields are built and set, so every reader of a view sees the same objects.
+# Reentrant: a signal handler of the building thread may read another view (or this one, see below).
+_BUILDING: Final = threading.RLock()
+
+
+def _deferring(*names: str) -> Callable[[_T], _T]:
+    """Build the fields ``names`` of a view on first read, from its ``_deferred`` records.
+
+    A snapshot's call views, its diagnostics and an ``Accepted``'s settlement
+    view are often never read (an agent loop passes the snapshot to an
+    export, which renders the instance's records, not the view).  The view
+    is handed out with those slots unset; the first read of one misses the
+    slot and reaches ``__getattr__``, which builds every deferred field from
+    the records with the class's ``_build_deferred`` and sets them, once.
+    Nothing else changes: the fields are new objects of their own either way,
+    built from immutable records, so building them later shows the same
+    values.  ``__getattr__`` is set on the class after its definition, so
+    type checkers still refuse a misspelt attribute.
+    """
+
+    def decorate(cls: _T) -> _T:
+        deferred = frozenset(names)
+        build: Callable[[Any], tuple[Any, ...]] = cls.__dict__["_build_deferred"]
+
+        def read_deferred(self: Any, name: str) -> Any:  # __getattr__: reached only when the normal lookup failed
+            if name in deferred and _deferred_source(self) is not None:
+                with _BUILDING:
+                    source = _deferred_source(self)
+                    if source is not None:  # else another thread built them meanwhile
+                        values = build(source)
+                        # This thread may have built them meanwhile too (a signal handler reading the view).
+                        if _deferred_source(self) is not None:
+                            for field, value in zip(names, values, strict=True):
+                                object.__setattr__(self, field, value)
+                            object.__setattr__(self, "_deferred", None)
+                return object.__getattribute__(self, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+
+        cls.__getattr__ = read_deferred  # type: ignore[attr-defined]
+        return cls
+
+    return decorate
+
+
+def _deferred_source(view: object) -> Any:
+    """The records a view's deferred fields are built from; ``None`` once built (or for a view made otherwise)."""
+    try:
+        return object.__getattribute__(view, "_deferred")
+    except AttributeError:  # a view built by its __init__ (every field given) or by object.__new__
+        return None
 
 
 CallState: TypeAlias = Literal["pending", "success", "error", "cancelled"]
@@ -258,14 +338,19 @@ class Rejection:
 
 @final
 @_sealed
+@_deferring("settlement")
 @dataclass(frozen=True, slots=True)
-class Accepted:
+class Accepted(_Deferred):
     """A settlement that was committed: this call's one terminal outcome."""
 
     accepted: ClassVar[Literal[True]] = True
     generation: int
     call_id: str
     settlement: Settlement
+
+    @staticmethod
+    def _build_deferred(record: SettlementRecord) -> tuple[Settlement]:
+        return (_new_settlement(*record),)
 
     def __json__(self) -> dict[str, Any]:
         return {"accepted": True, "generation": self.generation, "callId": self.call_id, "settlement": self.settlement}
@@ -276,8 +361,9 @@ SettlementResult: TypeAlias = Accepted | Rejection
 
 @final
 @_sealed
-@dataclass(frozen=True, slots=True, weakref_slot=True)
-class Snapshot:
+@_deferring("calls", "diagnostics")
+@dataclass(frozen=True, slots=True)
+class Snapshot(_DeferredReferable):
     """An immutable, detached view of one generation.
 
     ``calls`` are in announcement order; ``diagnostics`` are the rejections
@@ -289,6 +375,13 @@ class Snapshot:
     close_reason: CloseReason | None
     calls: tuple[CallSnapshot, ...]
     diagnostics: tuple[Diagnostic, ...]
+
+    @staticmethod
+    def _build_deferred(
+        records: tuple[tuple[CallRecord, ...], tuple[DiagnosticRecord, ...]],
+    ) -> tuple[tuple[CallSnapshot, ...], tuple[Diagnostic, ...]]:
+        calls, diagnostics = records
+        return call_views(calls), diagnostic_views(diagnostics)
 
     def __json__(self) -> dict[str, Any]:
         return {
@@ -363,8 +456,8 @@ def _fields(cls: type) -> tuple[str, ...]:
 
 
 def _twin(cls: type) -> type:
-    """An unfrozen class with the slots of the frozen dataclass ``cls``: the identical layout."""
-    return type(f"_{cls.__name__}Builder", (), {"__slots__": _fields(cls)})
+    """An unfrozen class with the bases and slots of the frozen dataclass ``cls``: the identical layout."""
+    return type(f"_{cls.__name__}Builder", cls.__bases__, {"__slots__": cls.__dict__["__slots__"]})
 
 
 def _compiled(source: str, name: str, namespace: dict[str, Any]) -> Any:
@@ -397,29 +490,24 @@ def _builder(cls: type[_V]) -> Callable[..., _V]:
     return cast(Callable[..., _V], _compiled(source, name, {"new": object.__new__, "twin": _twin(cls), "cls": cls}))
 
 
-def _accepted_builder() -> Callable[[int, str, SettlementRecord], Accepted]:
-    """``accepted_view(generation, call_id, record)``: an :class:`Accepted` and its settlement view, in one call."""
+def _deferred_builder(cls: type[_V], deferred: tuple[str, ...]) -> Callable[..., _V]:
+    """``make(*fields, records)``: a :func:`_deferring` view of ``cls``, its fields but ``deferred`` given.
+
+    Built like :func:`_builder`'s views; the ``deferred`` fields are left
+    unset and ``records`` (what the class's ``_build_deferred`` builds them
+    from) is kept in the hidden ``_deferred`` slot until their first read.
+    """
+    fields = tuple(field for field in _fields(cls) if field not in deferred)
+    name = f"new_{cls.__name__}"
     source = (
-        "def accepted_view(generation, call_id, record):\n"
-        "    settlement = new(settlement_twin)\n"
-        f"    {', '.join(f'settlement.{field}' for field in _fields(Settlement))} = record\n"
-        "    settlement.__class__ = Settlement\n"
-        "    view = new(accepted_twin)\n"
-        "    view.generation = generation\n"
-        "    view.call_id = call_id\n"
-        "    view.settlement = settlement\n"
-        "    view.__class__ = Accepted\n"
+        f"def {name}({', '.join(fields)}, records):\n"
+        "    view = new(twin)\n"
+        + "".join(f"    view.{field} = {field}\n" for field in fields)
+        + f"    view._deferred = records  # {', '.join(deferred)}: built on first read\n"
+        "    view.__class__ = cls\n"
         "    return view\n"
     )
-    assert _fields(Accepted) == ("generation", "call_id", "settlement")
-    namespace: dict[str, Any] = {
-        "new": object.__new__,
-        "settlement_twin": _twin(Settlement),
-        "accepted_twin": _twin(Accepted),
-        "Settlement": Settlement,
-        "Accepted": Accepted,
-    }
-    return cast(Callable[[int, str, SettlementRecord], Accepted], _compiled(source, "accepted_view", namespace))
+    return cast(Callable[..., _V], _compiled(source, name, {"new": object.__new__, "twin": _twin(cls), "cls": cls}))
 
 
 _new_settlement: Final = _builder(Settlement)
@@ -428,7 +516,20 @@ _new_diagnostic: Final = _builder(Diagnostic)
 _new_close_reason: Final = _builder(CloseReason)
 new_rejection: Final[Callable[[str, str | None, int | None, str | None], Rejection]] = _builder(Rejection)
 new_begin_result: Final[Callable[[int, BatchHandle, Snapshot | None], BeginResult]] = _builder(BeginResult)
-accepted_view: Final = _accepted_builder()
+accepted_view: Final[Callable[[int, str, SettlementRecord], Accepted]] = _deferred_builder(Accepted, ("settlement",))
+"""``accepted_view(generation, call_id, record)``: an :class:`Accepted`; its settlement view is built on first read."""
+_new_snapshot: Final = _deferred_builder(Snapshot, ("calls", "diagnostics"))
+
+
+def snapshot_view(
+    generation: int,
+    closed: bool,
+    close_reason: CloseReasonRecord | None,
+    calls: tuple[CallRecord, ...],
+    diagnostics: tuple[DiagnosticRecord, ...],
+) -> Snapshot:
+    """A :class:`Snapshot` of these records; its call and diagnostic views are built on first read."""
+    return _new_snapshot(generation, closed, close_reason_view(close_reason), (calls, diagnostics))
 
 
 def settlement_record(settlement: Settlement) -> SettlementRecord:

@@ -13,3 +13,9 @@ def typos(closure: ToolCallClosure, response: Response) -> None:
     closure.close(batch.handle, {"sideEffectState": "maybe"})  # error: arg-type
     closure.settle(batch.handle, "a", {"status": "succes", "content": 1})  # error: typeddict-item
     closure.begin(response.output)  # error: arg-type
+    snapshot = closure.snapshot()
+    assert snapshot is not None
+    print(snapshot.cals)  # error: attr-defined
+    accepted = closure.succeed(batch.handle, "a", "ok")
+    if accepted.accepted:
+        print(accepted.setlement)  # error: attr-defined

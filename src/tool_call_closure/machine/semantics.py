@@ -73,10 +73,8 @@ from tool_call_closure.values import (
     SettlementRecord,
     Snapshot,
     accepted_view,
-    call_views,
-    close_reason_view,
-    diagnostic_views,
     new_begin_result,
+    snapshot_view,
 )
 
 __all__ = [
@@ -562,8 +560,9 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
 
     The record keeps the run's call records (plain tuples: nobody can change
     them); the view handed out is built from them, every object in it new
-    (:func:`~tool_call_closure.values.call_views`), so nothing done to the view
-    or to anything in it reaches what exports render.  Both are registered
+    (:func:`~tool_call_closure.values.snapshot_view`: its call and diagnostic
+    views when first read), so nothing done to the view or to anything in it
+    reaches what exports render.  Both are registered
     before the commit installs anything; a registration of a snapshot that is
     never returned is unobservable (nobody holds the view, and the entry goes
     with it).
@@ -573,13 +572,7 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     assert run is not None
     calls = tuple(run.calls)
     closed = run.state in closure._machine.closed
-    view = Snapshot(
-        run.generation,
-        closed,
-        close_reason_view(run.close_reason),
-        call_views(calls),
-        diagnostic_views(run.diagnostics),
-    )
+    view = snapshot_view(run.generation, closed, run.close_reason, calls, tuple(run.diagnostics))
     key = id(view)
     closure._records[key] = SnapshotRecord(view, closed, calls, closure._records)
     closure._registry[key] = view  # the identity registry exports consult (SNAP-5)

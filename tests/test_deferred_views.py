@@ -1,0 +1,180 @@
+"""Deferred views: a snapshot's calls and diagnostics, and an Accepted's settlement, are built on first read.
+
+The instance hands out views of its records (values.py, "Records").  The
+nested views of a snapshot and of an ``Accepted`` are often never read — an
+agent loop passes the snapshot straight to an export, which renders the
+records — so they are built when first read (``values._deferring``).  These
+tests pin what that must not change: the values, one object per field for
+every reader (threads and a reentrant read included), the dataclass surface
+(fields, equality, hash, repr, replace, pickling), and the errors.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+import threading
+from typing import Any
+
+import pytest
+
+from tool_call_closure import create_tool_call_closure
+from tool_call_closure import values as values_module
+from tool_call_closure.errors import FrozenValueError
+from tool_call_closure.values import Accepted, Settlement, Snapshot
+
+
+def _closed_snapshot() -> Snapshot:
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]).handle
+    closure.succeed(handle, "a", {"n": 1})
+    closure.succeed(handle, "zz", "unknown id: one diagnostic")
+    snapshot = closure.close(handle, {"status": "cancelled", "code": "timeout", "message": "deadline"})
+    assert isinstance(snapshot, Snapshot)
+    return snapshot
+
+
+def _is_built(view: object, field: str) -> bool:
+    try:
+        object.__getattribute__(view, field)
+    except AttributeError:
+        return False
+    return True
+
+
+def test_snapshot_calls_and_diagnostics_are_built_on_first_read_once() -> None:
+    snapshot = _closed_snapshot()
+    assert not _is_built(snapshot, "calls")
+    assert not _is_built(snapshot, "diagnostics")
+    calls = snapshot.calls
+    assert _is_built(snapshot, "calls")
+    assert _is_built(snapshot, "diagnostics")
+    assert snapshot.calls is calls  # one object for every later read
+    assert [(call.id, call.state) for call in calls] == [("a", "success"), ("b", "cancelled")]
+    assert calls[0].settlement is not None
+    assert calls[0].settlement.content == '{"n":1}'
+    assert calls[1].settlement is not None
+    assert calls[1].settlement.code == "timeout"
+    assert [(d.reason, d.call_id) for d in snapshot.diagnostics] == [("unknown_call", "zz")]
+
+
+def test_an_export_does_not_build_the_views() -> None:
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    snapshot = closure.close(handle)
+    assert isinstance(snapshot, Snapshot)
+    closure.to_openai_chat_completions(snapshot)
+    closure.to_anthropic_tool_results(snapshot)
+    assert not _is_built(snapshot, "calls")
+
+
+def test_accepted_settlement_is_built_on_first_read_once() -> None:
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    accepted = closure.succeed(handle, "a", "ok")
+    assert isinstance(accepted, Accepted)
+    assert not _is_built(accepted, "settlement")
+    settlement = accepted.settlement
+    assert settlement is accepted.settlement
+    assert settlement == Settlement("success", "reported", "ok", None, None, None)
+    snapshot = closure.snapshot()
+    assert snapshot is not None
+    assert snapshot.calls[0].settlement == settlement
+    assert snapshot.calls[0].settlement is not settlement  # every view has objects of its own
+
+
+def test_an_unread_view_has_the_dataclass_surface_of_a_read_one() -> None:
+    unread, read = _closed_snapshot(), _closed_snapshot()
+    read.calls  # noqa: B018 (the read builds the fields)
+    assert [field.name for field in dataclasses.fields(unread)] == [
+        "generation",
+        "closed",
+        "close_reason",
+        "calls",
+        "diagnostics",
+    ]
+    assert not _is_built(unread, "calls")
+    assert unread == read
+    assert hash(unread) == hash(read)
+    assert repr(_closed_snapshot()) == repr(read)
+    for other in (dataclasses.replace(_closed_snapshot()), copy.deepcopy(_closed_snapshot())):
+        assert other == read
+    assert pickle.loads(pickle.dumps(_closed_snapshot())) == read
+
+
+def test_writes_are_refused_before_and_after_the_first_read() -> None:
+    snapshot = _closed_snapshot()
+    with pytest.raises(FrozenValueError):
+        snapshot.calls = ()  # type: ignore[misc]
+    assert len(snapshot.calls) == 2
+    with pytest.raises(FrozenValueError):
+        snapshot.calls = ()  # type: ignore[misc]
+    assert len(snapshot.calls) == 2
+
+
+def test_a_missing_attribute_is_an_attribute_error_naming_it_and_builds_nothing() -> None:
+    snapshot = _closed_snapshot()
+    with pytest.raises(AttributeError, match="'Snapshot' object has no attribute 'cals'") as raised:
+        snapshot.cals  # type: ignore[attr-defined]  # noqa: B018
+    assert raised.value.name == "cals"
+    assert not _is_built(snapshot, "calls")
+    assert getattr(snapshot, "__deepcopy__", None) is None  # the protocol probes copy and pickle make
+
+
+def test_a_snapshot_made_without_its_init_reports_its_unset_fields() -> None:
+    bare = object.__new__(Snapshot)
+    with pytest.raises(AttributeError, match="'Snapshot' object has no attribute 'calls'"):
+        bare.calls  # noqa: B018
+
+
+def test_every_thread_reading_a_fresh_view_first_gets_the_same_objects() -> None:
+    for _ in range(20):
+        snapshot = _closed_snapshot()
+        barrier = threading.Barrier(8)
+        seen: list[Any] = []
+
+        def read(view: Snapshot = snapshot, barrier: threading.Barrier = barrier, seen: list[Any] = seen) -> None:
+            barrier.wait()
+            seen.append(view.calls)
+
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(seen) == 8
+        assert all(calls is seen[0] for calls in seen)
+
+
+def test_a_read_reentering_while_the_fields_are_built_sees_the_same_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal handler of the building thread reading the same view: both reads agree (the RLock and the recheck)."""
+    snapshot = _closed_snapshot()
+    inner: list[Any] = []
+    real_call_views = values_module.call_views
+
+    def call_views_reading_the_view(records: Any) -> Any:
+        if not inner:
+            inner.append(None)
+            inner.append(snapshot.calls)  # the reentrant read builds and sets the fields first
+        return real_call_views(records)
+
+    monkeypatch.setattr(values_module, "call_views", call_views_reading_the_view)
+    outer = snapshot.calls
+    assert inner[1] is outer  # the outer build found the fields set and kept them
+
+
+def test_a_failed_build_sets_nothing_and_the_next_read_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = _closed_snapshot()
+
+    def failing(records: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(values_module, "diagnostic_views", failing)
+    with pytest.raises(MemoryError):
+        snapshot.calls  # noqa: B018
+    assert not _is_built(snapshot, "calls")
+    assert not _is_built(snapshot, "diagnostics")
+    monkeypatch.undo()
+    assert len(snapshot.calls) == 2
+    assert len(snapshot.diagnostics) == 1
