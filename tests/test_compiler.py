@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import traceback
 from contextlib import redirect_stdout
@@ -22,12 +23,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tables import closure_for, modified, row
-from tool_call_closure import UsageError, create_tool_call_closure, to_json
+from tool_call_closure import LimitError, UsageError, create_tool_call_closure, to_json
 from tool_call_closure.cli.main import main
 from tool_call_closure.conformance.subject import InProcessSubject
 from tool_call_closure.conformance.vectors import load_vectors
 from tool_call_closure.machine.compiler import generate_source, python_name
-from tool_call_closure.machine.context import Context
+from tool_call_closure.machine.context import Context, SettleContext
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.table import TABLE
 
@@ -365,11 +366,18 @@ class _Text(str):
     pass
 
 
+class _Mapping(dict[str, Any]):
+    pass
+
+
 @pytest.mark.parametrize(
     ("effect", "operation", "expected"),
     [
         ("normalize_outcome", lambda c, h: c.succeed(h, "a", "plain text"), True),
-        ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": 1}), False),  # a dict's walk: not decided
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": [1, "b", None]}), True),  # plain data
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", _Mapping(a=1)), False),  # a subclass: caller code
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": _Text("b")}), False),
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": 1.5e300}), False),  # not the C encoder's text
         ("normalize_outcome", lambda c, h: c.succeed(h, "a", _Text("subclass")), False),
         ("normalize_outcome", lambda c, h: c.settle(h, "a", {"status": "success", "content": "x"}), False),
         ("fail", lambda c, h: c.fail(h, "a", "plain message"), True),
@@ -417,3 +425,96 @@ def test_emit_outline_prints_the_rows_as_code_with_every_name_called() -> None:
         if r.guard is not None:
             assert f"{python_name('guard', r.guard)}(ctx)" in outline
     assert len(outline) < len(MACHINE.source)
+
+
+def test_plain_content_converted_by_the_check_is_stored_as_the_walk_stores_it() -> None:
+    """The one-acquisition check turns plain data into its text; the settlement is the walk's, limit included."""
+    for content in ({"i": 1, "ok": True, "text": "é\ud800"}, [1, [2.5, None], {"k": "v"}], {"a": "x" * 64}):
+        compiled, walked = create_tool_call_closure(), create_tool_call_closure()
+        results = []
+        for closure, run in ((compiled, MACHINE.run), (walked, MACHINE.walk)):
+            handle = closure.begin([{"id": "a", "name": "t"}]).handle
+            ctx = SettleContext(closure, "succeed", handle, "a")
+            ctx.fixed_status, ctx.content = "success", content
+            results.append(run("settle", ctx))
+        assert results[0] == results[1]
+        assert compiled.snapshot() == walked.snapshot()
+    limited = create_tool_call_closure(max_result_bytes=8)
+    handle = limited.begin([{"id": "a", "name": "t"}]).handle
+    with pytest.raises(LimitError) as raised:
+        limited.succeed(handle, "a", {"a": "long enough"})
+    assert raised.value.code == "content_too_large"
+    snapshot = limited.snapshot()
+    assert snapshot is not None
+    assert snapshot.calls[0].state == "pending"
+
+
+# --------------------------------------------------------------------------- what one acquisition already knows
+
+
+def _forms(source: str, op: str) -> tuple[str, str]:
+    """The one-acquisition form of ``run_<op>`` and its two-acquisition form, as source text."""
+    body = source[source.index(f"def run_{op}(ctx):") :]
+    body = body[: body.index("\ndef ", 1)]
+    one = body.index("recheck, commit: under the lock, in one acquisition")
+    two = body.index("# --- phase admit: under the lock, in one acquisition")
+    return body[one:two], body[two:]
+
+
+def _fired(form: str) -> set[str]:
+    return set(re.findall(r"trace\.append\('([a-z_.]+)'\)", form))
+
+
+def test_a_recheck_under_the_same_acquisition_evaluates_no_guard_admission_found_false() -> None:
+    """spec §14: normalized under the lock, nothing can change between admission and recheck, so the
+    one-acquisition form has no recheck rows; the two-acquisition form, where caller code runs between, has all."""
+    for op, rechecks in (
+        ("settle", {"settle.recheck.stale", "settle.recheck.duplicate", "settle.recheck.closed"}),
+        ("close", {"close.recheck.stale", "close.recheck.closed"}),
+    ):
+        one, two = _forms(MACHINE.source, op)
+        assert _fired(two) >= rechecks
+        assert not _fired(one) & rechecks
+        assert f"{op}.admit.stale" in _fired(one)
+        assert f"{op}.commit.{'record' if op == 'settle' else 'close'}" in _fired(one)
+        assert "nothing to evaluate: every row's guard was found false earlier in this acquisition" in one
+
+
+def _normalize_writing_the_call_id(ctx: SettleContext) -> None:
+    ctx.settlement = ("success", "reported", "x", None, None, None)
+    ctx.call_id = "b"  # a field the call_unknown and call_not_pending guards read
+
+
+def _opaque_call_not_pending(ctx: SettleContext) -> bool:
+    return semantics_module().call_not_pending(ctx)  # hands ctx on: what it reads is not known
+
+
+def semantics_module() -> Any:
+    from tool_call_closure.machine import semantics
+
+    return semantics
+
+
+def test_a_guard_whose_fields_an_effect_touches_is_evaluated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure.machine import semantics
+
+    monkeypatch.setitem(semantics.EFFECTS, "normalize_outcome", _normalize_writing_the_call_id)  # type: ignore[index]
+    one, _ = _forms(Machine(TABLE).source, "settle")
+    assert "settle.recheck.duplicate" in _fired(one)  # call_not_pending reads call_id
+    assert "settle.recheck.stale" not in _fired(one)  # handle_not_current does not
+
+
+def test_a_guard_not_inlined_is_evaluated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure.machine import semantics
+
+    monkeypatch.setitem(semantics.GUARDS, "call_not_pending", _opaque_call_not_pending)  # type: ignore[index]
+    one, _ = _forms(Machine(TABLE).source, "settle")
+    assert "settle.recheck.duplicate" in _fired(one)
+    assert "settle.recheck.stale" not in _fired(one)
+
+
+def test_the_outline_keeps_every_recheck_row() -> None:
+    """Nothing inlined, nothing known of what a guard reads: the outline re-evaluates every recheck row."""
+    outline = generate_source(TABLE, {"no_caller_code": MACHINE.implementations["no_caller_code"]})
+    one, two = _forms(outline, "settle")
+    assert _fired(one) & _fired(two) >= {"settle.recheck.stale", "settle.recheck.duplicate"}

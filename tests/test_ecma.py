@@ -208,6 +208,7 @@ def test_public_surface() -> None:
         "is_blank",
         "json_stringify",
         "number_to_string",
+        "plain_json_text",
         "python_text",
         "python_text_truncated",
         "to_js_string",

@@ -591,3 +591,44 @@ def test_node_fast_path_matches_json_stringify(values: list[Any]) -> None:
     assert all(ecma._is_plain_json(value, sys.maxsize) for value in values)
     expected = node_eval([("json", value) for value in values])
     assert [json_stringify(value) for value in values] == expected
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plain_trees)
+def test_NORM_8_plain_json_text_is_the_walks_text_within_its_byte_budget(value: Any) -> None:
+    """``plain_json_text``: the general walk's text for plain data, ``None`` one byte past the budget."""
+    text = _general(value)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    assert ecma.plain_json_text(value, size) == text
+    assert ecma.plain_json_text(value, size - 1) is None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trees)
+def test_NORM_8_plain_json_text_answers_the_walks_text_or_none(value: Any) -> None:
+    found = ecma.plain_json_text(value, sys.maxsize)
+    assert found is None or found == _general(value)
+
+
+def test_NORM_8_plain_json_text_runs_no_caller_code() -> None:
+    """It decides by exact types only: a subclass or an object with hooks is refused unread."""
+    touched: list[str] = []
+
+    class Items(dict[str, Any]):
+        def items(self) -> Any:
+            touched.append("items")
+            return super().items()
+
+    class Hooked:
+        def __json__(self) -> Any:
+            touched.append("__json__")
+            return 1
+
+    class Text(str):
+        def __str__(self) -> str:
+            touched.append("__str__")
+            return "x"
+
+    for value in (Items(a=1), {"a": Hooked()}, [Text("t")], {"a": [1, {"b": Items()}]}):
+        assert ecma.plain_json_text(value, sys.maxsize) is None
+    assert touched == []

@@ -128,6 +128,7 @@ __all__ = [
     "is_blank",
     "json_stringify",
     "number_to_string",
+    "plain_json_text",
     "python_text",
     "python_text_truncated",
     "to_js_string",
@@ -870,17 +871,30 @@ def json_stringify(value: object, max_bytes: int | None = None) -> str:
     not reached (deviation D18).
     """
     budget = _UNLIMITED if max_bytes is None else max_bytes
-    if _encode_plain is not None and _is_plain_json(value, budget):
-        text = "".join(_encode_plain(value, 0))
-        if text.isascii():
-            if len(text) > budget:
-                raise _too_large(cast(int, max_bytes))
-            return text
-        text = _fix_surrogates(text)
-        if max_bytes is not None and len(text.encode("utf-8")) > max_bytes:
-            raise _too_large(max_bytes)
+    text = plain_json_text(value, budget)
+    if text is not None:
         return text
-    return _json_walk(value, budget, max_bytes)
+    return _json_walk(value, budget, max_bytes)  # (plain data past the budget: the walk raises at the same point)
+
+
+def plain_json_text(value: object, max_bytes: int) -> str | None:
+    """``JSON.stringify(value)`` if ``value`` is plain data whose text is within ``max_bytes``; else ``None``.
+
+    Plain data is what the C encoder writes exactly as ``JSON.stringify``
+    does (see "the plain-data fast path" above): exact dicts, lists and
+    tuples of str, bool, None, safe ints and plainly formatted floats.
+    Deciding it reads nothing but those exact types, so no caller code runs
+    whatever the answer; the check and the encoding are bounded by
+    ``max_bytes`` (UTF-8 bytes).  ``None`` says only "not decided here":
+    :func:`json_stringify` takes the general walk.
+    """
+    if _encode_plain is None or not _is_plain_json(value, max_bytes):
+        return None
+    text = "".join(_encode_plain(value, 0))
+    if text.isascii():
+        return text if len(text) <= max_bytes else None
+    text = _fix_surrogates(text)
+    return text if len(text.encode("utf-8")) <= max_bytes else None
 
 
 _UNLIMITED: Final = sys.maxsize

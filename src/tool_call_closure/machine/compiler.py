@@ -30,7 +30,12 @@ caller-code effects all have a no-caller-code check (``NO_CALLER_CODE`` in
 the semantics; the implementations' kind ``no_caller_code``) is emitted
 twice: when every check holds for the call, the three runs of phases hold
 the lock once (spec/README.md §14, "One acquisition"); otherwise they are
-three segments, as the walk runs them.
+three segments, as the walk runs them.  Within one acquisition the
+compiler also keeps what the phases so far have established (per run state,
+the guards found false; the states in which the operation already ended):
+a later phase omits what is known, so the recheck of a call normalized
+under the lock evaluates nothing admission found false (see
+:func:`_emit_phase` for when what is known ends).
 
 Inlining.  A call costs more than most of the steps the table names, so the
 generator writes each implementation's *body* in place of its call when the
@@ -344,6 +349,30 @@ class _Code:
         found = self.inlined.get((kind, name))
         return found is not None and bool(found.statements)
 
+    def context_fields(self, kind: str, name: str) -> frozenset[str] | None:
+        """The fields of ``ctx`` the inlined ``kind`` ``name`` reads or writes; ``None`` if that is not known.
+
+        Not known when the implementation is called (not inlined), hands
+        ``ctx`` itself to a function, or writes anything but a field of
+        ``ctx`` or a local of its own (an attribute or item of another object).
+        """
+        found = self.inlined.get((kind, name))
+        if found is None:
+            return None
+        fields: set[str] = set()
+        for source in (*found.statements, *(() if found.value is None else (found.value,))):
+            tree = ast.parse(source)
+            bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and node.id == "ctx" and id(node) not in bases:
+                    return None  # ctx handed on: anything may be read or written
+                is_field = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                if is_field and node.value.id == "ctx":  # type: ignore[attr-defined]
+                    fields.add(node.attr)  # type: ignore[attr-defined]
+                elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+                    return None  # writes another object
+        return frozenset(fields)
+
 
 # --------------------------------------------------------------------------- the generated code
 
@@ -447,28 +476,122 @@ def _segments(table: Table, op: str) -> list[tuple[bool, list[str]]]:
     return segments
 
 
-def _emit_phase(out: _Writer, table: Table, op: str, phase: str, locked: bool, code: _Code, held: bool = False) -> None:
+# What is known, at a point of one acquisition, of the run states that reach it: the states it may be in
+# (the keys) and, for each, the guards found false in it since the acquisition began (see _emit_phase).
+_Facts = dict[str, frozenset[str]]
+
+
+def _emit_phase(
+    out: _Writer,
+    table: Table,
+    op: str,
+    phase: str,
+    locked: bool,
+    code: _Code,
+    held: bool = False,
+    facts: _Facts | None = None,
+) -> _Facts | None:
+    """Emit one phase; return what is known after it (``facts`` in, ``None``: nothing known).
+
+    Within one acquisition the compiler keeps, per run state, the guards a
+    phase found false (all of a state's rows were guarded and none held, so
+    the operation went on).  Nothing can change them before the lock is
+    released unless something is written: a later phase of the same
+    acquisition omits a row whose guard is known false in its state, and a
+    state in which an earlier phase always ended the operation gets no
+    branch.  So the recheck of a call normalized under the lock (one
+    acquisition, spec §14) evaluates nothing admission has already found
+    false.  What is written in between ends what is known: a row that fires
+    and goes on, an unlocked phase run under the lock whose effects write the
+    run or a field of ``ctx`` a known guard reads (from the inlined bodies;
+    anything not inlined, or not known, ends it all).
+    """
     if held:
         label = "unlocked, run under the lock here: it runs no caller code for this call"
     else:
         label = "locked" if locked else "unlocked: caller code may run"
     out.line(f"# --- phase {_comment(phase)} ({label})")
     if not locked:  # the same rows in every state (the validator requires it)
-        _emit_rows(out, table, table.rows_for(op, phase, table.initial_run_state), code)
-        return
-    groups = _state_groups(table, op, phase)
-    if len(groups) == 1:
-        _emit_rows(out, table, groups[0][1], code)
-        return
-    out.line("run = closure._run")
-    out.line('state = run.state if run is not None else "none"')
-    for position, (states, rows) in enumerate(groups):
-        keyword = "if" if position == 0 else "elif"
-        test = f"state == {states[0]!r}" if len(states) == 1 else f"state in {states!r}"
-        out.line(f"{keyword} {test}:")
-        out.indent()
+        rows = table.rows_for(op, phase, table.initial_run_state)
         _emit_rows(out, table, rows, code)
-        out.dedent()
+        return _facts_after_unlocked(table, rows, code, facts) if held else None
+    if facts is None:
+        groups = _state_groups(table, op, phase)
+    else:
+        groups = _known_state_groups(table, op, phase, facts)
+        if all(not rows for _, rows in groups):
+            out.line("# nothing to evaluate: every row's guard was found false earlier in this acquisition, in every")
+            out.line("# state that reaches here, and nothing has been written since")
+            return facts
+        unreachable = [state for state in table.run_states if state not in facts]
+        if unreachable:
+            out.line(
+                f"# not reached in state {', '.join(unreachable)}: an earlier phase of this acquisition ended there"
+            )
+    if len(groups) == 1:  # the same rows in every state that can reach here
+        _emit_rows(out, table, groups[0][1], code)
+    else:
+        out.line("run = closure._run")
+        out.line('state = run.state if run is not None else "none"')
+        for position, (states, rows) in enumerate(groups):
+            keyword = "if" if position == 0 else "elif"
+            test = f"state == {states[0]!r}" if len(states) == 1 else f"state in {states!r}"
+            out.line(f"{keyword} {test}:")
+            out.indent()
+            _emit_rows(out, table, rows, code)
+            out.dedent()
+    return _facts_after_locked(table, op, phase, code, facts)
+
+
+def _known_state_groups(
+    table: Table, op: str, phase: str, facts: _Facts
+) -> list[tuple[tuple[str, ...], tuple[Row, ...]]]:
+    """The reachable states grouped by their rows, each without the rows whose guard is known false in it."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    rows_of: dict[tuple[str, ...], tuple[Row, ...]] = {}
+    for state in table.run_states:
+        if state not in facts:
+            continue
+        rows = tuple(row for row in table.rows_for(op, phase, state) if row.guard not in facts[state])
+        key = tuple(row.id for row in rows)
+        groups.setdefault(key, []).append(state)
+        rows_of[key] = rows
+    return [(tuple(states), rows_of[key]) for key, states in groups.items()]
+
+
+def _facts_after_locked(table: Table, op: str, phase: str, code: _Code, facts: _Facts | None) -> _Facts | None:
+    """After a locked phase: the states in which it went on, each with every guard it found false."""
+    after: _Facts = {}
+    for state in table.run_states if facts is None else facts:
+        known = frozenset() if facts is None else facts[state]
+        rows = tuple(row for row in table.rows_for(op, phase, state) if row.guard not in known)
+        if any(row.result is None for row in rows):
+            return None  # a row that fires and goes on: what it wrote is not followed
+        if any(row.guard is None for row in rows):
+            continue  # a row always fires in this state, and ends the operation
+        guards = [row.guard for row in rows if row.guard is not None]
+        after[state] = known | {guard for guard in guards if code.context_fields("guard", guard) is not None}
+    return after
+
+
+def _facts_after_unlocked(table: Table, rows: tuple[Row, ...], code: _Code, facts: _Facts | None) -> _Facts | None:
+    """After an unlocked phase run under the lock: the facts its effects do not touch (one row, always firing)."""
+    if facts is None or len(rows) != 1 or rows[0].guard is not None or rows[0].result is not None:
+        return None
+    touched: set[str] = set()
+    for effect in rows[0].effects:
+        fields = code.context_fields("effect", effect)
+        if fields is None or table.effects[effect].writes != "none":
+            return None
+        touched |= fields
+    untouched = {guard for guards in facts.values() for guard in guards if not touched & _known(code, guard)}
+    return {state: guards & untouched for state, guards in facts.items()}
+
+
+def _known(code: _Code, guard: str) -> frozenset[str]:
+    fields = code.context_fields("guard", guard)
+    assert fields is not None, "only guards whose fields are known are kept as facts"
+    return fields
 
 
 def _emit_locked(out: _Writer, table: Table, op: str, phases: list[tuple[str, bool]], code: _Code) -> None:
@@ -480,8 +603,9 @@ def _emit_locked(out: _Writer, table: Table, op: str, phases: list[tuple[str, bo
     out.line(f"    raise reentry_error({op!r})")
     out.line("with lock:")
     out.indent()
+    facts: _Facts | None = {state: frozenset() for state in table.run_states}  # every state; nothing known yet
     for phase, locked in phases:
-        _emit_phase(out, table, op, phase, locked, code, held=not locked)
+        facts = _emit_phase(out, table, op, phase, locked, code, held=not locked, facts=facts)
     out.dedent()
 
 

@@ -42,6 +42,7 @@ from tool_call_closure.ecma import (
     ASCII_JS_WHITESPACE,
     is_blank,
     json_stringify,
+    plain_json_text,
     python_text_truncated,
     to_js_string_truncated,
     truncate_utf8,
@@ -703,10 +704,18 @@ def _plain_text_or_absent(value: object) -> bool:
 
 
 def normalize_outcome_runs_no_caller_code(ctx: SettleContext) -> bool:
-    # succeed: a plain str content is stored as is (NORM-8); fail or cancel: a plain str code and message
-    # (an exception's text would run its __str__); settle reads an outcome object (keys, getters): never.
+    # succeed: a plain str content is stored as is (NORM-8), and plain data (exact dicts, lists, strings,
+    # safe numbers: ecma.plain_json_text) is converted to its JSON text here, reading nothing of the caller's;
+    # the text then takes the content's place, and normalize stores it as is: the same settlement, with the
+    # same byte limit checked there.  fail or cancel: a plain str code and message (an exception's text would
+    # run its __str__).  settle reads an outcome object (keys, getters): never.
     status = ctx.fixed_status
-    plain_content = status == "success" and type(ctx.content) is str
+    content = ctx.content
+    if status == "success" and type(content) is not str:
+        content = plain_json_text(content, ctx.closure._limits.max_result_bytes)  # None: not plain, or too large
+        if content is not None:
+            ctx.content = content
+    plain_content = status == "success" and type(content) is str
     plain_parts = (
         status in ("error", "cancelled") and _plain_text_or_absent(ctx.code) and _plain_text_or_absent(ctx.message)
     )
