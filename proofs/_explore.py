@@ -272,8 +272,7 @@ def clone_closure(closure: ToolCallClosure) -> ToolCallClosure:
     twin = _closure_with_machine(closure._machine, **dataclasses.asdict(closure.limits))
     twin._trace = closure._trace
     twin._no_run_diagnostics = list(closure._no_run_diagnostics)
-    twin._registry = closure._registry.copy()
-    twin._records = dict(closure._records)
+    twin._records = closure._records.copy()  # (a KeptRecords stays one: its copy keeps the views alive too)
     run = closure._run
     if run is not None:
         twin_run = run.draft()
@@ -392,8 +391,38 @@ def fresh_world(machine: Machine, bounds: Bounds, *, strong_registry: bool = Fal
     """A new instance driven by ``machine``; with ``strong_registry`` its registry keeps every snapshot alive."""
     closure = _closure_with_machine(machine, **bounds.limits())
     if strong_registry:
-        closure._registry = {}  # type: ignore[assignment]  # same interface, strong references, insertion order
+        closure._records = KeptRecords()
     return World(closure)
+
+
+class KeptRecords(dict[int, Any]):
+    """An instance's ``_records`` that also keeps every snapshot view alive, in the order they were produced.
+
+    The instance's registry is its records, each a weak reference to its view
+    (``machine/context.py``, ``SnapshotRecord``).  The model's registry only
+    grows, so the strong-registry mode keeps every view: no record is ever
+    removed, and ``views`` lists the produced snapshots by registry index.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.views: list[Snapshot] = []
+
+    def __setitem__(self, key: int, record: Any) -> None:
+        super().__setitem__(key, record)
+        self.views.append(record())
+
+    def copy(self) -> KeptRecords:
+        twin = KeptRecords(self)
+        twin.views = list(self.views)
+        return twin
+
+
+def produced_snapshots(closure: ToolCallClosure) -> list[Snapshot]:
+    """The snapshots a strong-registry instance produced, by registry index."""
+    records = closure._records
+    assert isinstance(records, KeptRecords), "only a strong-registry world keeps its snapshots"
+    return records.views
 
 
 # --------------------------------------------------------------------------- observation and abstraction

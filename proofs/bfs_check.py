@@ -76,6 +76,7 @@ from tool_call_closure import Accepted, BeginResult, Rejection
 from tool_call_closure.ecma import utf8_length
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine.semantics import record_of
 from tool_call_closure.values import Limits
 
 
@@ -218,13 +219,12 @@ class Checks:
         if after != before:
             return f"I6: {action.label} changed the state"
         arg = world.snapshot_arg(action.arg or "")
-        registry = world.closure._registry
         if arg is None:  # the default: a fresh snapshot of the current generation (none before the first begin)
             registered = before.state != "none"
             closed = before.state in self.closed
             settled = sum(c.settlement is not None for c in before.calls)
         else:
-            registered = registry.get(id(arg)) is arg
+            registered = record_of(world.closure, arg) is not None
             closed = arg.closed
             settled = sum(c.settlement is not None for c in arg.calls)
         if outcome.error is None:

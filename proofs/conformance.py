@@ -61,6 +61,7 @@ from _explore import (
     iter_violation_lines,
     machine_for,
     perform,
+    produced_snapshots,
 )
 from _model import (
     ARGUMENT_FIELDS,
@@ -163,7 +164,7 @@ def abstract(world: World, tokens: Tokens, initial: str) -> tuple[Conc, tuple[Sn
             tuple((call.state, tokens.settlement(call.settlement)) for call in s.calls),
             len(s.diagnostics),
         )
-        for s in c._registry.values()
+        for s in produced_snapshots(c)
     )
     closed = tuple(r.closed for r in records)
     if run is None:
@@ -246,7 +247,7 @@ class Oracles:
         }
         if action.op == "export" and action.arg != "default":
             arg = world.snapshot_arg(action.arg or "")
-            ctx["sa"] = next((j for j, s in enumerate(c._registry.values()) if s is arg), -1)
+            ctx["sa"] = next((j for j, s in enumerate(produced_snapshots(c)) if s is arg), -1)
         error = action.invalid_error()
         raised = CONTINUE if error is None else f"raise:{error}"
         oracles: dict[tuple[str, str], Any] = {

@@ -49,6 +49,7 @@ from tool_call_closure import (
     UsageError,
     to_json,
 )
+from tool_call_closure.machine.context import SnapshotRecord
 from tool_call_closure.values import call_views
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
@@ -500,7 +501,7 @@ def test_checker_catches_snapshots_that_change_later(monkeypatch: pytest.MonkeyP
         assert run is not None
         snapshot = Snapshot(run.generation, run.state in closure._machine.closed, None,
                             LiveCalls(run), ())  # type: ignore[arg-type]  # fmt: skip
-        closure._registry[id(snapshot)] = snapshot
+        closure._records[id(snapshot)] = SnapshotRecord(snapshot, snapshot.closed, tuple(run.calls), closure._records)
         return snapshot
 
     monkeypatch.setattr(semantics, "take_snapshot", live)

@@ -180,7 +180,7 @@ def test_a_million_operations_stay_within_the_limits() -> None:
     while run.operations < MILLION:
         workload(closure, chunk, rng, kept, run)
         gc.collect()
-        registry_sizes.append(len(closure._registry))  # white box: the id -> snapshot registry of this instance
+        registry_sizes.append(len(closure._records))  # white box: the id -> snapshot record registry of this instance
     elapsed = time.perf_counter() - started
     blocks_after = live_blocks()
     print(
@@ -241,7 +241,7 @@ def test_the_snapshot_registry_holds_snapshots_weakly() -> None:
     dropped.append(weakref.ref(closure.close(handle)))  # type: ignore[arg-type]
     gc.collect()
     assert [ref for ref in dropped if ref() is not None] == []
-    assert list(closure._registry.values()) == [kept]  # white box: only the snapshot still referenced
+    assert [record() for record in closure._records.values()] == [kept]  # white box: only the one still referenced
     # the kept one is still recognized as this instance's own
     with pytest.raises(Exception, match="sealed"):
         closure.to_openai_responses(kept)

@@ -32,7 +32,6 @@ be copied or pickled (a copy would share its lock, run and registry).
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast, final
 
@@ -113,7 +112,6 @@ class ToolCallClosure:
         "_machine",
         "_no_run_diagnostics",
         "_records",
-        "_registry",
         "_run",
         "_superseded_message",
         "_trace",
@@ -149,9 +147,8 @@ class ToolCallClosure:
         # A commit replaces it (or one call record in it) with one assignment (machine.context.install).
         self._run: Run | None = None
         self._no_run_diagnostics: list[DiagnosticRecord] = []  # rejections before the first begin (cleared by it)
-        # id(snapshot) -> snapshot, weakly: exports accept exactly the objects this instance produced.
-        self._registry: weakref.WeakValueDictionary[int, Snapshot] = weakref.WeakValueDictionary()
-        # id(snapshot) -> the instance's own record of it, for as long as the handed-out view lives.
+        # id(snapshot) -> the instance's own record of it, for as long as the handed-out view lives: also the
+        # identity registry exports consult (a record is a weak reference to its view; SNAP-5, JS-12).
         self._records: dict[int, SnapshotRecord] = {}
         # When a list, the id of every row that fires is appended (coverage of the table by tests and vectors).
         self._trace: list[str] | None = None

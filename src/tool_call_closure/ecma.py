@@ -844,6 +844,41 @@ def _is_plain_json(value: object, budget: int) -> bool:
         container, depth = pending.pop()
 
 
+def _flat_object_text(value: dict[Any, Any], budget: int) -> str | None:
+    """The text of an exact dict of plain keys and str, bool, None or safe-int members; else ``None``.
+
+    The common content (one flat object) written here, members and all, in
+    one pass: the C encoder's per-call and per-member cost is higher than
+    this loop's.  The same pieces as the C encoder (``_encode_str`` for every
+    string, the same literals); any other member — a container, a float,
+    anything not plain — answers ``None`` and the general plain path decides.
+    Bounded by ``budget``: a lower bound of the text's length is counted
+    before each string is encoded.
+    """
+    size = 1 + 4 * len(value)  # braces; per member quotes, colon and a value of one char at least
+    if size > budget:
+        return None
+    parts = []
+    for key, member in value.items():
+        if type(key) is not str or "0" <= key < ":":  # not a str, or digit-led (ECMAScript moves index keys)
+            return None
+        cls = type(member)
+        if cls is str:
+            size += len(key) + len(member)
+            if size > budget:
+                return None
+            parts.append(f"{_encode_str(key)}:{_encode_str(member)}")
+        elif cls is bool:
+            parts.append(f"{_encode_str(key)}:{'true' if member else 'false'}")
+        elif member is None:
+            parts.append(f"{_encode_str(key)}:null")
+        elif cls is int and -_PLAIN_INT_BOUND < member < _PLAIN_INT_BOUND:
+            parts.append(f"{_encode_str(key)}:{int.__repr__(member)}")
+        else:
+            return None
+    return "{" + ",".join(parts) + "}"
+
+
 def _is_plain_scalar(value: object) -> bool:
     cls = type(value)
     if cls is str or cls is bool or value is None:
@@ -888,9 +923,11 @@ def plain_json_text(value: object, max_bytes: int) -> str | None:
     ``max_bytes`` (UTF-8 bytes).  ``None`` says only "not decided here":
     :func:`json_stringify` takes the general walk.
     """
-    if _encode_plain is None or not _is_plain_json(value, max_bytes):
-        return None
-    text = "".join(_encode_plain(value, 0))
+    text = _flat_object_text(value, max_bytes) if type(value) is dict else None
+    if text is None:
+        if _encode_plain is None or not _is_plain_json(value, max_bytes):
+            return None
+        text = "".join(_encode_plain(value, 0))
     if text.isascii():
         return text if len(text) <= max_bytes else None
     text = _fix_surrogates(text)

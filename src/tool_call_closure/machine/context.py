@@ -213,8 +213,7 @@ class Instance(Protocol):
 
     _lock: OwnedLock
     _run: Run | None
-    _registry: weakref.WeakValueDictionary[int, Snapshot]
-    _records: dict[int, SnapshotRecord]
+    _records: dict[int, SnapshotRecord]  # id(view) -> its record: the snapshots this instance produced
     _trace: list[str] | None
     _superseded_message: str
 

@@ -271,12 +271,13 @@ def snapshot_open(ctx: ExportContext) -> bool:
 
 
 def record_of(closure: Instance, candidate: object) -> SnapshotRecord | None:
-    """The instance's record of ``candidate`` if it is, by identity, a snapshot this instance handed out."""
-    key = id(candidate)
-    produced = closure._registry.get(key)
-    if produced is None or produced is not candidate:
-        return None
-    record = closure._records.get(key)
+    """The instance's record of ``candidate`` if it is, by identity, a snapshot this instance handed out.
+
+    A record is a weak reference to its view, removed when the view dies: an
+    object that later takes a dead view's address finds no record, or one
+    whose view is not the candidate.
+    """
+    record = closure._records.get(id(candidate))
     if record is None or record() is not candidate:
         return None
     return record
@@ -574,9 +575,8 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     calls = tuple(run.calls)
     closed = run.state in closure._machine.closed
     view = snapshot_view(run.generation, closed, run.close_reason, calls, tuple(run.diagnostics))
-    key = id(view)
-    closure._records[key] = SnapshotRecord(view, closed, calls, closure._records)
-    closure._registry[key] = view  # the identity registry exports consult (SNAP-5)
+    # The identity registry exports consult (SNAP-5): the record is a weak reference to the view.
+    closure._records[id(view)] = SnapshotRecord(view, closed, calls, closure._records)
     return view
 
 
