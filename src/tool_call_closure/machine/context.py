@@ -85,8 +85,9 @@ __all__ = [
     "reentry_error",
 ]
 
-Renderer = Callable[[Sequence[CallRecord], dict[int, str]], list[dict[str, Any]]]
-"""A provider format: a closed snapshot's call records and its text memo to its payload (bound by the public class)."""
+Renderer = Callable[[Sequence[CallRecord], dict[str, Any]], list[dict[str, Any]]]
+"""A provider format: a closed snapshot's call records and the renderers' memo for it to its payload (bound by the
+public class; the memo is kept with the snapshot's record, for all its exports)."""
 
 
 class Run:
@@ -152,7 +153,7 @@ class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
     live exactly as long as views.
     """
 
-    __slots__ = ("calls", "closed", "key", "records", "texts")
+    __slots__ = ("calls", "closed", "key", "memo", "records")
 
     def __new__(
         cls, view: Snapshot, closed: bool, calls: tuple[CallRecord, ...], records: dict[int, SnapshotRecord]
@@ -164,7 +165,7 @@ class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
     ) -> None:
         self.closed = closed  # (the reference itself was made by __new__)
         self.calls = calls
-        self.texts: dict[int, str] = {}  # id(settlement record) -> its export text, for all exports (ADP-5)
+        self.memo: dict[str, Any] = {}  # the renderers' memo for all exports of this snapshot (ADP-5)
         self.key = id(view)
         self.records = records
 
@@ -257,9 +258,10 @@ class ReadContext(Context):
 
 
 class BeginContext(Context):
-    """``begin``: the call list as given, the validated ``(id, name)`` pairs, the superseded snapshot."""
+    """``begin``: the call list as given, the validated calls (as pending records, and their index), the superseded
+    snapshot."""
 
-    __slots__ = ("calls_arg", "start_generation", "superseded", "validated")
+    __slots__ = ("calls_arg", "index", "start_generation", "superseded", "validated")
 
     def __init__(self, closure: Instance, method: str, calls: object) -> None:
         self.closure = closure
@@ -268,7 +270,8 @@ class BeginContext(Context):
         self.staged_call = None
         self.calls_arg = calls
         self.start_generation = closure._generation  # BEG-5: a nested begin changes it
-        self.validated: list[tuple[str, str]] = []
+        self.validated: list[CallRecord] = []
+        self.index: dict[str, int] = {}
         self.superseded: Snapshot | None = None
 
 

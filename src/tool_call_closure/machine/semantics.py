@@ -301,8 +301,11 @@ def validate_calls(ctx: BeginContext) -> None:
     if count > limits.max_calls:
         raise spec_error("calls_exceed_max", limit=limits.max_calls)
     max_id, max_name = limits.max_id_bytes, limits.max_name_bytes
-    seen: set[str] = set()
-    validated: list[tuple[str, str]] = []
+    pending = ctx.closure._machine.initial_call_state
+    # The records the new generation will hold, and id -> position (each entry is appended or refused, so a
+    # record's position is its entry's index): built here, once, for start_generation to install.
+    seen: dict[str, int] = {}
+    validated: list[CallRecord] = []
     for index in range(count):
         # Read live, as the original does: caller code run by an earlier entry may have shortened the list.
         call = item(calls, index) if index < length(calls) else None
@@ -315,11 +318,11 @@ def validate_calls(ctx: BeginContext) -> None:
                 call_id = bounded_string(call_id, max_id, "id", index)
             if call_id in seen:
                 raise spec_error("duplicate_call_id", id=call_id)
-            seen.add(call_id)
+            seen[call_id] = index
             name = call.get("name", ABSENT)
             if not (type(name) is str and name.isascii() and len(name) <= max_name and name.strip(ASCII_JS_WHITESPACE)):
                 name = bounded_string(name, max_name, "name", index)
-            validated.append((call_id, name))
+            validated.append((call_id, name, pending, None))
             if "call_id" in call:  # without the key there is nothing to compare
                 _refuse_misread_pairing_id(call, call_id, index)
             continue
@@ -328,10 +331,11 @@ def validate_calls(ctx: BeginContext) -> None:
         call_id = bounded_string(read_key(call, "id"), max_id, "id", index)
         if call_id in seen:
             raise spec_error("duplicate_call_id", id=call_id)
-        seen.add(call_id)
-        validated.append((call_id, bounded_string(read_key(call, "name"), max_name, "name", index)))
+        seen[call_id] = index
+        validated.append((call_id, bounded_string(read_key(call, "name"), max_name, "name", index), pending, None))
         _refuse_misread_pairing_id(call, call_id, index)
     ctx.validated = validated
+    ctx.index = seen
 
 
 def _refuse_misread_pairing_id(call: object, call_id: str, index: int) -> None:
@@ -511,11 +515,8 @@ def supersede(ctx: BeginContext) -> None:
 def start_generation(ctx: BeginContext) -> None:
     closure = ctx.closure
     generation = closure._generation + 1  # the counter is the installed run's: it moves at install, not here
-    pending = closure._machine.initial_call_state
-    validated = ctx.validated
-    calls: list[CallRecord] = [(call_id, name, pending, None) for call_id, name in validated]
-    index = {call_id: position for position, (call_id, _name) in enumerate(validated)}
-    ctx.draft = Run(generation, BatchHandle(generation), calls, index, [])  # fresh diagnostics (DIAG-2)
+    # The validated calls, all pending, and their index: built by validate_calls, this operation's own.
+    ctx.draft = Run(generation, BatchHandle(generation), ctx.validated, ctx.index, [])  # fresh diagnostics (DIAG-2)
 
 
 def record_settlement(ctx: SettleContext) -> None:
@@ -551,7 +552,7 @@ def render_payload(ctx: ExportContext) -> None:
     # argument is never read, so nothing done to it, and no caller code, reaches the payload.
     record = record_of(ctx.closure, ctx.snapshot_arg)
     assert record is not None
-    ctx.payload = ctx.renderer(record.calls, record.texts)  # a new list of new items on every export (ADP-4)
+    ctx.payload = ctx.renderer(record.calls, record.memo)  # a new list of new items on every export (ADP-4)
 
 
 # --------------------------------------------------------------------------- results

@@ -61,11 +61,11 @@ __all__ = [
     "openai_responses",
 ]
 
-RENDERERS: Final[Mapping[str, Callable[[Sequence[CallRecord], dict[int, str]], list[dict[str, Any]]]]] = {
+RENDERERS: Final[Mapping[str, Callable[[Sequence[CallRecord], dict[str, Any]], list[dict[str, Any]]]]] = {
     openai_chat.FORMAT: openai_chat.render_records,
     openai_responses.FORMAT: openai_responses.render_records,
     anthropic.FORMAT: anthropic.render_records,
     gemini.FORMAT: gemini.render_records,
     bedrock.FORMAT: bedrock.render_records,
 }
-"""Table export format -> renderer of a closed snapshot."""
+"""Table export format -> renderer of a closed snapshot (its call records, and the memo kept for all its exports)."""

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
-from tool_call_closure.providers.result_text import export_texts
+from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import (
     AnthropicContentBlockParam,
     AnthropicMessageParam,
@@ -169,18 +169,15 @@ class AnthropicStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """ADP-4/ADP-6: ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}`` per decided call.
 
     ``is_error: true`` marks every call that did not succeed; a success has no
     ``is_error`` key at all.
     """
-    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     payload: list[dict[str, Any]] = []
-    for call_id, _name, state, settlement in calls:
-        if settlement is None:
-            continue
-        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": text(settlement)}
+    for call_id, _name, state, text in export_rows(calls, memo):  # rendered once per snapshot (ADP-5)
+        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": text}
         if state != "success":
             item["is_error"] = True
         payload.append(item)

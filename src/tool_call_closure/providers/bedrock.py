@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
-from tool_call_closure.providers.result_text import export_texts
+from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import BedrockContentBlock, BedrockMessage
 from tool_call_closure.values import CallRecord, Snapshot, call_records
 
@@ -167,14 +167,11 @@ class BedrockStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call."""
-    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     payload: list[dict[str, Any]] = []
-    for call_id, _name, state, settlement in calls:
-        if settlement is None:
-            continue
-        tool_result: dict[str, Any] = {"toolUseId": call_id, "content": [{"text": text(settlement)}]}
+    for call_id, _name, state, text in export_rows(calls, memo):  # rendered once per snapshot (ADP-5)
+        tool_result: dict[str, Any] = {"toolUseId": call_id, "content": [{"text": text}]}
         if state != "success":
             tool_result["status"] = "error"
         payload.append({"toolResult": tool_result})

@@ -175,10 +175,10 @@ class GeminiStream:
         return Ingested.of(self._calls, self._skipped, self._finish)
 
 
-def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}`` per decided call.
 
-    ``texts`` is accepted like every renderer's and unused: the error goes in as an object, not a text.
+    ``memo`` is accepted like every renderer's and unused: the error goes in as an object, not a text.
     """
     payload: list[dict[str, Any]] = []
     for call_id, name, _state, settlement in calls:

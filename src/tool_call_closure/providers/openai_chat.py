@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import field, items, parse_arguments
-from tool_call_closure.providers.result_text import export_texts
+from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import (
     ChatCompletionAssistantMessageParam,
     ChatCompletionMessageParam,
@@ -199,13 +199,11 @@ class ChatStream:
         return Ingested.of(calls, self._skipped, self._finish)
 
 
-def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order."""
-    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     return [
-        {"role": "tool", "tool_call_id": call_id, "content": text(settlement)}
-        for call_id, _name, _state, settlement in calls
-        if settlement is not None
+        {"role": "tool", "tool_call_id": call_id, "content": text}
+        for call_id, _name, _state, text in export_rows(calls, memo)  # rendered once per snapshot (ADP-5)
     ]
 
 

@@ -36,7 +36,7 @@ from typing import Any, Final
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import field, incomplete_problem, items, parse_arguments
-from tool_call_closure.providers.result_text import export_texts
+from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
 from tool_call_closure.values import CallRecord, Snapshot, call_records
 
@@ -170,13 +170,11 @@ class ResponsesStream:
         return Ingested.of(calls, self._skipped, self._stop)
 
 
-def render_records(calls: Sequence[CallRecord], texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
+def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """ADP-4: ``{"type": "function_call_output", "call_id", "output"}`` per decided call, in announcement order."""
-    text = export_texts(texts)  # each distinct error text is rendered once per snapshot (ADP-5)
     return [
-        {"type": "function_call_output", "call_id": call_id, "output": text(settlement)}
-        for call_id, _name, _state, settlement in calls
-        if settlement is not None
+        {"type": "function_call_output", "call_id": call_id, "output": text}
+        for call_id, _name, _state, text in export_rows(calls, memo)  # rendered once per snapshot (ADP-5)
     ]
 
 

@@ -4,15 +4,17 @@ Renderers read the instance's own records of a snapshot's calls
 (:data:`~tool_call_closure.values.CallRecord`, :data:`~tool_call_closure.values.SettlementRecord`:
 plain tuples), never the view a caller holds.  A close gives all its pending
 calls one shared synthetic settlement record; the JSON text of each distinct
-error or cancellation is rendered once for all the exports of a snapshot
-(:func:`export_texts`, with the memo the instance keeps beside its record of
-the snapshot), not once per call or once per export.
+error or cancellation is rendered once for all the exports of a snapshot,
+not once per call or once per export: :func:`export_rows` computes, on the
+first export of a snapshot, each decided call with the text every format
+carries for it, and keeps the rows in the memo the instance keeps beside its
+record of the snapshot; the later exports of that snapshot render nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final, TypeAlias
 
 from tool_call_closure.ecma import json_stringify
 from tool_call_closure.values import (
@@ -22,14 +24,16 @@ from tool_call_closure.values import (
     PROVENANCE,
     SIDE_EFFECT_STATE,
     STATUS,
+    CallRecord,
     Settlement,
     SettlementRecord,
     settlement_record,
 )
 
 __all__ = [
+    "ExportRow",
     "error_object",
-    "export_texts",
+    "export_rows",
     "record_error_object",
     "record_text",
     "result_text",
@@ -65,25 +69,38 @@ def result_text(settlement: Settlement) -> str:
     return record_text(settlement_record(settlement))
 
 
-def export_texts(texts: dict[int, str] | None = None) -> Callable[[SettlementRecord], str]:
-    """:func:`record_text` memoized in ``texts``: each distinct error or cancellation is rendered once.
+ExportRow: TypeAlias = tuple[str, str, str, str]
+"""``(call id, tool name, state, text)`` of one decided call: what every format is rendered from."""
 
-    Keyed by the record's identity.  The instance passes the memo it keeps
-    with its record of the snapshot (``SnapshotRecord.texts``), which holds
-    every settlement record alive as long as the memo: the text is rendered
-    once for all the exports of that snapshot, and goes with it.  Without a
-    memo, one for this export only.
+_ROWS: Final = "rows"  # the memo's key for the rows (ADP-5)
+
+
+def export_rows(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> tuple[ExportRow, ...]:
+    """The decided calls of ``calls``, in order, each with its :func:`record_text`, computed once per memo.
+
+    ``memo`` is the dict the instance keeps beside its record of the snapshot
+    (``SnapshotRecord.memo``): the first export of the snapshot stores the
+    rows in it, every later one reads them (ADP-5).  Within the computation
+    each distinct settlement record is rendered once (a close shares one
+    synthetic record among its pending calls).  Without a memo the rows are
+    computed for this export only.
     """
-    if texts is None:
-        texts = {}
-
-    def text(settlement: SettlementRecord) -> str:
+    if memo is not None:
+        found: tuple[ExportRow, ...] | None = memo.get(_ROWS)
+        if found is not None:
+            return found
+    texts: dict[int, str] = {}  # id(settlement record) -> its text; the records are alive for the whole loop
+    rows: list[ExportRow] = []
+    for call_id, name, state, settlement in calls:
+        if settlement is None:
+            continue
         if settlement[STATUS] == "success":
-            return settlement[CONTENT]  # type: ignore[return-value]  # the stored text itself: nothing to render
-        key = id(settlement)
-        found = texts.get(key)
-        if found is None:
-            found = texts[key] = record_text(settlement)
-        return found
-
-    return text
+            text: str = settlement[CONTENT]  # type: ignore[assignment]  # the stored text itself
+        else:
+            key = id(settlement)
+            text = texts.get(key) or texts.setdefault(key, record_text(settlement))
+        rows.append((call_id, name, state, text))
+    result = tuple(rows)
+    if memo is not None:
+        memo[_ROWS] = result
+    return result
