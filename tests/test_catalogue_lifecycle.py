@@ -793,6 +793,65 @@ def test_BEG_4_holes_are_none_entries() -> None:
     assert closure.snapshot() is None
 
 
+class _Calls(list[Any]):
+    """A list subclass: read by list's own methods, so its overrides never run (the other read path)."""
+
+
+@pytest.mark.parametrize("kind", [list, tuple, _Calls])
+def test_BEG_4_entries_are_read_live_by_index_up_to_the_length_read_first(kind: type) -> None:
+    """``calls[i]`` is read when entry i is checked: a getter of an earlier entry that replaces a later entry
+    is seen, one that shortens the list leaves a hole past the new end (calls[i] must be an object), and one
+    that grows it adds nothing (the count was read first)."""
+    calls: list[Any] = []
+
+    class Replacing:
+        name = "t"
+
+        @property
+        def id(self) -> str:
+            if isinstance(calls, list):
+                calls[1] = {"id": "replaced", "name": "t"}
+            return "a"
+
+    class Shortening:
+        name = "t"
+
+        @property
+        def id(self) -> str:
+            del calls[2:]
+            return "b"
+
+    class Growing:
+        name = "t"
+
+        @property
+        def id(self) -> str:
+            calls.append({"id": "late", "name": "t"})
+            return "c"
+
+    closure = ToolCallClosure()
+    calls = [Replacing(), {"id": "original", "name": "t"}]
+    if kind is tuple:  # a tuple cannot change: what was given is what is read
+        closure.begin(tuple(calls))
+        assert [call.id for call in current_calls(closure)] == ["a", "original"]
+    else:
+        calls = kind(calls)
+        closure.begin(calls)
+        assert [call.id for call in current_calls(closure)] == ["a", "replaced"]
+        calls = kind([{"id": "x", "name": "t"}, Shortening(), {"id": "gone", "name": "t"}])
+        with raises(UsageError, "calls[2] must be an object", "call_not_object"):
+            closure.begin(calls)
+        calls = kind([Growing(), {"id": "d", "name": "t"}])
+        closure.begin(calls)
+        assert [call.id for call in current_calls(closure)] == ["c", "d"]
+
+
+def current_calls(closure: ToolCallClosure) -> tuple[Any, ...]:
+    snapshot = closure.snapshot()
+    assert snapshot is not None
+    return snapshot.calls
+
+
 class Inherited:
     """An object that inherits id and name from its class (the prototype)."""
 

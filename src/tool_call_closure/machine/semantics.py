@@ -306,21 +306,28 @@ def validate_calls(ctx: BeginContext) -> None:
     # record's position is its entry's index): built here, once, for start_generation to install.
     seen: dict[str, int] = {}
     validated: list[CallRecord] = []
+    absent, whitespace = ABSENT, ASCII_JS_WHITESPACE  # read once: the loop below is begin's hot path
+    # An exact list or tuple is read through its own iterator (no override can run), which reads live as the
+    # general read does: an entry at an index past the current length is None (call_not_object below).
+    entries = iter(calls) if type(calls) is list or type(calls) is tuple else None
     for index in range(count):
         # Read live, as the original does: caller code run by an earlier entry may have shortened the list.
-        call = item(calls, index) if index < length(calls) else None
+        if entries is not None:  # noqa: SIM108 (the two reads, side by side)
+            call = next(entries, None)
+        else:
+            call = item(calls, index) if index < length(calls) else None
         if type(call) is dict:
             # The common entry, decided as the general path below decides it, in the same order: a plain
             # ASCII str within the limit that is not blank is what bounded_string returns unchanged.
-            call_id = call.get("id", ABSENT)
+            call_id = call.get("id", absent)
             if not (type(call_id) is str and call_id.isascii() and len(call_id) <= max_id
-                    and call_id.strip(ASCII_JS_WHITESPACE)):  # fmt: skip
+                    and call_id.strip(whitespace)):  # fmt: skip
                 call_id = bounded_string(call_id, max_id, "id", index)
             if call_id in seen:
                 raise spec_error("duplicate_call_id", id=call_id)
             seen[call_id] = index
-            name = call.get("name", ABSENT)
-            if not (type(name) is str and name.isascii() and len(name) <= max_name and name.strip(ASCII_JS_WHITESPACE)):
+            name = call.get("name", absent)
+            if not (type(name) is str and name.isascii() and len(name) <= max_name and name.strip(whitespace)):
                 name = bounded_string(name, max_name, "name", index)
             validated.append((call_id, name, pending, None))
             if "call_id" in call:  # without the key there is nothing to compare
