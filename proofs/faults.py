@@ -62,7 +62,7 @@ _GENERATED = "<tool-call-closure machine "  # the compiled table's file name (ma
 _OWN_GENERATED = "<tool-call-closure "  # the compiled table and the view builders (values.py)
 _WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})  # the registry's WeakValueDictionary
 _PLUMBING_LINE = "with lock:"  # a generated operation's acquisition and release of the lock
-_INSTALLS = frozenset({"install", "install_diagnostic"})  # the one-assignment steps of machine/context.py
+_INSTALLS = frozenset({"install", "install_fields", "install_diagnostic"})  # the one-assignment steps of context.py
 
 
 class InjectedFault(BaseException):

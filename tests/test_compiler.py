@@ -28,7 +28,7 @@ from tool_call_closure.cli.main import main
 from tool_call_closure.conformance.subject import InProcessSubject
 from tool_call_closure.conformance.vectors import load_vectors
 from tool_call_closure.machine.compiler import generate_source, python_name
-from tool_call_closure.machine.context import Context, SettleContext
+from tool_call_closure.machine.context import OPERATION_CONTEXTS, Context, SettleContext
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.table import TABLE
 
@@ -115,12 +115,15 @@ def test_emit_python_prints_the_source_that_runs() -> None:
     with redirect_stdout(out):
         assert main(["table", "--emit-python"]) == 0
     source = out.getvalue()
-    assert source == MACHINE.source == generate_source(TABLE, MACHINE.implementations)
+    assert source == MACHINE.source == generate_source(TABLE, MACHINE.implementations, OPERATION_CONTEXTS)
     compile(source, "<emitted>", "exec")  # it is valid Python on its own
     for op, function in MACHINE.operations.items():
         assert function.__name__ == f"run_{op}"
         assert function.__code__.co_filename.startswith("<tool-call-closure machine ")
-    assert set(MACHINE.operations) == set(TABLE.operations)
+    for op, function in MACHINE.entries.items():
+        assert function.__name__ == f"enter_{op}"
+        assert function.__code__.co_filename.startswith("<tool-call-closure machine ")
+    assert set(MACHINE.operations) == set(MACHINE.entries) == set(TABLE.operations)
     for r in TABLE.transitions:  # every row is rendered (its id is what tracing records)
         assert repr(r.id) in source
 
@@ -131,7 +134,7 @@ def test_an_operation_runs_through_the_generated_code() -> None:
         c.begin("not a list")
     frames = traceback.extract_tb(info.value.__traceback__)
     generated = [f for f in frames if f.filename.startswith("<tool-call-closure machine ")]
-    assert [f.name for f in generated] == ["run_begin"]
+    assert [f.name for f in generated] == ["enter_begin"]
     assert generated[0].line == "raise semantics_.spec_error('calls_not_array')"  # linecache shows the generated line
 
 
@@ -454,7 +457,9 @@ def test_plain_content_converted_by_the_check_is_stored_as_the_walk_stores_it() 
 
 def _forms(source: str, op: str) -> tuple[str, str]:
     """The one-acquisition form of ``run_<op>`` and its two-acquisition form, as source text."""
-    body = source[source.index(f"def run_{op}(ctx):") :]
+    body = source[
+        source.index(f"def enter_{op}(") if f"def enter_{op}(" in source else source.index(f"def run_{op}(") :
+    ]
     body = body[: body.index("\ndef ", 1)]
     one = body.index("recheck, commit: under the lock, in one acquisition")
     two = body.index("# --- phase admit: under the lock, in one acquisition")
@@ -518,3 +523,66 @@ def test_the_outline_keeps_every_recheck_row() -> None:
     outline = generate_source(TABLE, {"no_caller_code": MACHINE.implementations["no_caller_code"]})
     one, two = _forms(outline, "settle")
     assert _fired(one) & _fired(two) >= {"settle.recheck.stale", "settle.recheck.duplicate"}
+
+
+# --------------------------------------------------------------------------- the fields as locals
+
+
+def test_every_shipped_operation_keeps_its_context_fields_as_locals() -> None:
+    """Every name of the shipped semantics is inlined, so no compiled operation builds a context up front."""
+    assert "a name it uses is called" not in MACHINE.source
+    for op in TABLE.operations:
+        body = MACHINE.source[MACHINE.source.index(f"def enter_{op}(") :]
+        body = body[: body.index("\ndef ", 1)]
+        assert "ctx = " not in body.replace("ctx = spill_", ""), op  # only a step that needs the object builds one
+
+
+def test_a_settlement_builds_no_context_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    real = SettleContext.__init__
+
+    def counting(self: SettleContext, *args: Any, **kwargs: Any) -> None:
+        built.append(args[1])
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SettleContext, "__init__", counting)
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]).handle
+    closure.succeed(handle, "a", {"k": [1, 2]})
+    closure.fail(handle, "b", ValueError("x"))
+    closure.succeed(handle, "a", "again")  # a rejection
+    assert built == []
+    MACHINE.walk("settle", SettleContext(closure, "succeed", handle, "b", fixed_status="success", content="x"))
+    assert built == ["succeed"]  # (the walk runs on the object)
+
+
+def test_an_operation_using_a_called_name_runs_on_a_context_built_from_its_inputs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tool_call_closure.machine import semantics
+
+    monkeypatch.setitem(semantics.GUARDS, "call_not_pending", _opaque_call_not_pending)  # type: ignore[index]
+    machine = Machine(TABLE)
+    body = machine.source[machine.source.index("def enter_settle(") :]
+    assert "ctx = SettleContext(closure, method, handle, call_id, outcome, fixed_status" in body
+    assert "a name it uses is called" in body
+    begin = machine.source.split("def enter_begin(")[1].split("\ndef ")[0]
+    assert "ctx = BeginContext(" not in begin  # the other operations still keep their fields as locals
+
+
+@pytest.mark.parametrize("op", sorted(TABLE.operations))
+def test_a_context_sets_its_working_fields_as_its_declaration_says(op: str) -> None:
+    """``Context.WORKING`` is what the compiled operations start each working field at; ``__init__`` agrees."""
+    import inspect
+
+    from tool_call_closure.machine.compiler import context_fields
+
+    context = OPERATION_CONTEXTS[op]
+    fields = context_fields(context)
+    closure = create_tool_call_closure()
+    closure.begin([])
+    inputs = [object() for name, default in fields.inputs if default is None]
+    ctx = context(closure, "m", *inputs)
+    for name, source in fields.working:
+        assert getattr(ctx, name) == eval(source, {"closure": closure}), (op, name)
+    assert [p.name for p in list(inspect.signature(context).parameters.values())[2:]] == [n for n, _ in fields.inputs]

@@ -463,7 +463,7 @@ def test_checker_catches_a_closure_that_exceeds_max_diagnostics(monkeypatch: pyt
         return result
 
     monkeypatch.setattr(machine_module.Machine, "_reject", staticmethod(unbounded))
-    monkeypatch.setattr(machine_module.Machine, "run", machine_module.Machine.walk)  # the defect is in the walk
+    monkeypatch.setattr(machine_module.MACHINE, "entries", machine_module.MACHINE.walking_entries())  # in the walk
     env = _run_script(ToolCallClosure(max_diagnostics=2), [start_op(), *[("seal", ("h", "forged_current"))] * 3])
     assert any("maxDiagnostics (I8)" in v for v in env.violations)
 

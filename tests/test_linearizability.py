@@ -947,7 +947,7 @@ def test_an_unlocked_phase_never_sees_a_half_installed_generation(monkeypatch: p
         original(ctx, compiled)
 
     monkeypatch.setattr(Machine, "_move", staticmethod(move))
-    monkeypatch.setattr(Machine, "run", Machine.walk)  # the probe is planted in the walk, so run by the walk
+    monkeypatch.setattr(closure._machine, "entries", closure._machine.walking_entries())  # the probe is in the walk
     closure.begin([{"id": "b", "name": "t"}])
     probes[0].join(timeout=10)
     assert not probes[0].is_alive()

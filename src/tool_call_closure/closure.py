@@ -40,15 +40,9 @@ from tool_call_closure.ecma import json_stringify, truncate_utf8
 from tool_call_closure.errors import TableError, spec_error
 from tool_call_closure.inputs import CallInput, CloseReasonInput, Outcome
 from tool_call_closure.machine.context import (
-    BeginContext,
-    CloseContext,
-    ExportContext,
     OwnedLock,
-    ReadContext,
     Renderer,
     Run,
-    SealContext,
-    SettleContext,
     SnapshotRecord,
 )
 from tool_call_closure.machine.interpreter import MACHINE, Machine
@@ -201,7 +195,7 @@ class ToolCallClosure:
     @property
     def active_generation(self) -> int | None:
         """The generation of the most recent successful ``begin`` (``None`` before the first)."""
-        result: int | None = self._machine.run("active_generation", ReadContext(self, "active_generation"))
+        result: int | None = self._machine.entries["active_generation"](self, "active_generation")
         return result
 
     def begin(self, calls: Sequence[CallInput]) -> BeginResult:
@@ -212,7 +206,7 @@ class ToolCallClosure:
         Raises :class:`~.UsageError` or :class:`~.LimitError` for invalid
         calls, changing nothing.
         """
-        result: BeginResult = self._machine.run("begin", BeginContext(self, "begin", calls))
+        result: BeginResult = self._machine.entries["begin"](self, "begin", calls)
         return result
 
     def settle(self, handle: BatchHandle, call_id: str, outcome: Outcome) -> SettlementResult:
@@ -224,42 +218,47 @@ class ToolCallClosure:
         :class:`~.Rejection` and changes nothing (apart from recording it as a
         diagnostic).  Invalid arguments raise for a current, open, pending call.
         """
-        ctx = SettleContext(self, "settle", handle, call_id)
-        ctx.outcome = outcome
-        result: SettlementResult = self._machine.run("settle", ctx)
+        result: SettlementResult = self._machine.entries["settle"](self, "settle", handle, call_id, outcome=outcome)
         return result
 
     def succeed(self, handle: BatchHandle, call_id: str, content: Any = ABSENT) -> SettlementResult:
         """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
-        ctx = SettleContext(self, "succeed", handle, call_id)
-        ctx.fixed_status = "success"
-        ctx.content = content
-        result: SettlementResult = self._machine.run("settle", ctx)
+        result: SettlementResult = self._machine.entries["settle"](
+            self, "succeed", handle, call_id, fixed_status="success", content=content
+        )
         return result
 
     def fail(
         self, handle: BatchHandle, call_id: str, error: BaseException | object = ABSENT, code: str | None = None
     ) -> SettlementResult:
         """``settle`` with status error; an exception contributes its text, never its traceback."""
-        ctx = SettleContext(self, "fail", handle, call_id)
-        ctx.fixed_status = "error"
-        ctx.message = error
-        ctx.message_is_error = True
-        ctx.code = code
-        ctx.default_code = self._machine.texts["fail_code"]
-        result: SettlementResult = self._machine.run("settle", ctx)
+        result: SettlementResult = self._machine.entries["settle"](
+            self,
+            "fail",
+            handle,
+            call_id,
+            fixed_status="error",
+            message=error,
+            message_is_error=True,
+            code=code,
+            default_code=self._machine.texts["fail_code"],
+        )
         return result
 
     def cancel(
         self, handle: BatchHandle, call_id: str, message: object = None, code: str | None = None
     ) -> SettlementResult:
         """``settle`` with status cancelled."""
-        ctx = SettleContext(self, "cancel", handle, call_id)
-        ctx.fixed_status = "cancelled"
-        ctx.message = message
-        ctx.code = code
-        ctx.default_code = self._machine.texts["cancel_code"]
-        result: SettlementResult = self._machine.run("settle", ctx)
+        result: SettlementResult = self._machine.entries["settle"](
+            self,
+            "cancel",
+            handle,
+            call_id,
+            fixed_status="cancelled",
+            message=message,
+            code=code,
+            default_code=self._machine.texts["cancel_code"],
+        )
         return result
 
     def close(self, handle: BatchHandle, reason: CloseReasonInput | None = None) -> Snapshot | Rejection:
@@ -270,17 +269,17 @@ class ToolCallClosure:
         is accepted too); every field is optional.  Idempotent: on a closed
         generation it returns a fresh snapshot without reading ``reason``.
         """
-        result: Snapshot | Rejection = self._machine.run("close", CloseContext(self, "close", handle, reason))
+        result: Snapshot | Rejection = self._machine.entries["close"](self, "close", handle, reason)
         return result
 
     def seal(self, handle: BatchHandle) -> Snapshot | Rejection:
         """Close a generation whose calls were all reported (``pending_calls`` rejection otherwise)."""
-        result: Snapshot | Rejection = self._machine.run("seal", SealContext(self, "seal", handle))
+        result: Snapshot | Rejection = self._machine.entries["seal"](self, "seal", handle)
         return result
 
     def snapshot(self) -> Snapshot | None:
         """An immutable view of the current generation (``None`` before the first ``begin``)."""
-        result: Snapshot | None = self._machine.run("snapshot", ReadContext(self, "snapshot"))
+        result: Snapshot | None = self._machine.entries["snapshot"](self, "snapshot")
         return result
 
     # Exports.  A snapshot argument typed ``Snapshot | Rejection | None`` lets ``close()``'s result be passed
@@ -320,8 +319,7 @@ class ToolCallClosure:
         return payload
 
     def _export(self, method: str, snapshot: Any) -> Any:
-        ctx = ExportContext(self, method, snapshot, self._exporters[method])
-        result: list[dict[str, Any]] = self._machine.run("export", ctx)
+        result: list[dict[str, Any]] = self._machine.entries["export"](self, method, snapshot, self._exporters[method])
         return result
 
 

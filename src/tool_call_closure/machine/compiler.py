@@ -50,6 +50,19 @@ result, observed kind and target rule of the shipped semantics qualifies;
 the mechanisms (``install``, ``draft_of``, ``reject``) are always called, so
 the one installing assignment stays a frame of its own.
 
+The fields as locals.  An operation's context (``machine/context.py``)
+holds its inputs and what its phases compute; the walk builds one per call.
+The compiled operation ``enter_<op>(closure, method, inputs…)`` takes the
+inputs as parameters and keeps every field in a local variable instead
+(``ctx.settlement`` is written ``settlement``), which is what the public
+class calls: no object is built, and no attribute is read where a local
+is.  An inlined statement that hands ``ctx`` itself to a function is
+preceded by building the object from the locals (``spill_<Context>``) and
+followed by reading its fields back; an operation that uses a name that is
+not inlined builds its context from its parameters and runs on the object.
+``run_<op>(ctx)`` runs ``enter_<op>`` on a context object's inputs (the
+interpreter's ``run``).
+
 Nothing in the generated code is written by hand: every state, row id, guard,
 effect, result, error code and rejection reason comes from the table, and the
 names are bound to the same :mod:`.semantics` functions the walk calls (a
@@ -74,10 +87,11 @@ import linecache
 import re
 import sys
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.table import Row, Table
 
@@ -161,7 +175,20 @@ _NOT_INLINED: Final = (
     ast.ImportFrom,
 )
 _VALUE_KINDS: Final = frozenset({"guard", "result", "observed", "target", "no_caller_code"})
-_HELPERS: Final = frozenset({"reentry_error", "reject", "spec_error", "draft_of", "install", "OPERATIONS"})
+_HELPERS: Final = frozenset(
+    {
+        "reentry_error",
+        "reject",
+        "spec_error",
+        "draft_of",
+        "draft_from",
+        "install",
+        "install_fields",
+        "ABSENT",
+        "OPERATIONS",
+        "ENTRIES",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +328,89 @@ class _Renamer(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+class _Localizer(ast.NodeTransformer):
+    """``ctx.field`` -> ``field``: an operation's context fields as its local variables."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "ctx":
+            return ast.copy_location(ast.Name(node.attr, node.ctx), node)
+        return self.generic_visit(node)
+
+
+def _as_locals(source: str) -> str:
+    """``source`` (an inlined statement or value) reading and writing the context's fields as locals."""
+    mode = "exec" if "\n" in source or _is_statement(source) else "eval"
+    return ast.unparse(_Localizer().visit(ast.parse(source, mode=mode)))
+
+
+def _is_statement(source: str) -> bool:
+    try:
+        ast.parse(source, mode="eval")
+    except SyntaxError:
+        return True
+    return False
+
+
+def _hands_on_ctx(source: str) -> bool:
+    """Whether ``source`` uses the context object itself (hands ``ctx`` to a function), not only its fields."""
+    tree = ast.parse(source)
+    bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    return any(isinstance(node, ast.Name) and node.id == "ctx" and id(node) not in bases for node in ast.walk(tree))
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """An operation's context fields, kept as local variables of its compiled form (see ``Context`` in context.py).
+
+    ``inputs`` are the parameters after ``closure`` and ``method`` (name,
+    default's source or ``None``), ``working`` the fields the phases compute
+    (name, initial value's source), ``context`` the class's name.
+    """
+
+    context: str
+    inputs: tuple[tuple[str, str | None], ...]
+    working: tuple[tuple[str, str], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.inputs) + tuple(name for name, _ in self.working)
+
+    def parameters(self) -> str:
+        return ", ".join(["closure", "method", *(n if d is None else f"{n}={d}" for n, d in self.inputs)])
+
+    def arguments(self, source: str = "") -> str:
+        return ", ".join([f"{source}closure", f"{source}method", *(f"{source}{n}" for n, _ in self.inputs)])
+
+    def spill(self) -> str:
+        return f"ctx = spill_{self.context}({', '.join(('closure', 'method', *self.names))})"
+
+    def reload(self) -> str:
+        return f"{', '.join(self.names)} = {', '.join(f'ctx.{name}' for name in self.names)}"
+
+
+def context_fields(context: type) -> _Fields:
+    """The :class:`_Fields` of a context class: its ``__init__`` parameters and its ``WORKING`` fields."""
+    parameters = list(inspect.signature(context).parameters.values())[2:]  # closure, method
+    inputs = tuple((p.name, None if p.default is p.empty else _default_source(p.default)) for p in parameters)
+    working = tuple(context.WORKING.items())  # type: ignore[attr-defined]
+    slots = {slot for cls in context.__mro__ for slot in getattr(cls, "__slots__", ())}
+    declared = {"closure", "method", *(name for name, _ in inputs), *(name for name, _ in working)}
+    if slots != declared:
+        raise TableError(
+            f"invalid transition table: {context.__name__} declares {sorted(declared)}, has slots {sorted(slots)}",
+            code="table_invalid",
+        )
+    return _Fields(context.__name__, inputs, working)
+
+
+def _default_source(value: object) -> str:
+    if value is None or type(value) in (bool, int, str):
+        return repr(value)
+    if value is ABSENT:
+        return "ABSENT"
+    raise TableError(f"invalid transition table: a context default {value!r} has no source", code="table_invalid")
+
+
 def _assigned_names(node: ast.AST) -> set[str]:
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     names |= {n.name for n in ast.walk(node) if isinstance(n, ast.ExceptHandler) and n.name is not None}
@@ -311,6 +421,7 @@ class _Code:
     """How the generated code names or inlines each implementation of the table's names."""
 
     def __init__(self, implementations: Mapping[str, Mapping[str, Callable[..., Any]]]) -> None:
+        self.fields: _Fields | None = None  # the operation being emitted keeps its context's fields as locals
         self.inlined: dict[tuple[str, str], Inlined] = {}
         self.checked = frozenset(implementations.get("no_caller_code", {}))  # effects with a no-caller-code check
         self.modules: dict[str, str] = {}  # alias -> the module whose globals inlined bodies read through it
@@ -333,11 +444,29 @@ class _Code:
         """Emit what runs before the value of ``kind`` ``name``; return the expression of its value (or a call)."""
         found = self.inlined.get((kind, name))
         if found is None:
+            assert self.fields is None, "an operation with a name that is called keeps its context object"
             return f"{python_name(kind, name)}(ctx)"
         out.line(f"# {kind} {_comment(name)}: inlined from {found.origin}")
         for statement in found.statements:
-            out.block(statement)
-        return found.value if found.value is not None else ""
+            if self.fields is None:
+                out.block(statement)
+            elif _hands_on_ctx(statement):  # it needs the object: built from the locals, read back after
+                out.line(self.fields.spill())
+                out.block(statement)
+                out.line(self.fields.reload())
+            else:
+                out.block(_as_locals(statement))
+        if found.value is None:
+            return ""
+        return found.value if self.fields is None else _as_locals(found.value)
+
+    def keeps_locals(self, kinds_and_names: Iterable[tuple[str, str]]) -> bool:
+        """Whether an operation using these names can keep its fields as locals: all inlined, no value needing ctx."""
+        for key in kinds_and_names:
+            found = self.inlined.get(key)
+            if found is None or (found.value is not None and _hands_on_ctx(found.value)):
+                return False
+        return True
 
     def effect(self, out: _Writer, name: str) -> None:
         if ("effect", name) in self.inlined:
@@ -431,32 +560,44 @@ def _emit_firing(out: _Writer, table: Table, row: Row, code: _Code) -> None:
     for effect in row.effects:
         code.effect(out, effect)
     if len(row.to) == 1:
-        out.line(f"draft_of(ctx).state = {row.to[0]!r}  # the draft: installed with the rest of the commit")
+        _emit_move(out, code, repr(row.to[0]))
     elif row.to_by is not None:
         out.line(f"target = {code.statements(out, 'target', row.to_by)}")
         out.line(f"if target not in {row.to!r}:")
         out.line(f"    raise spec_error('illegal_transition', operation={row.op!r}, state=target)")
-        out.line("draft_of(ctx).state = target  # the draft: installed with the rest of the commit")
+        _emit_move(out, code, "target")
     commits = row_commits(table, row)
     result = row.result
+    field = "ctx." if code.fields is None else ""  # the context's fields: on the object, or the locals
+    install = "install(ctx)" if code.fields is None else "install_fields(closure, draft, staged_call)"
     if result is None:
         if commits:
-            out.line("install(ctx)  # the commit takes effect: one assignment")
+            out.line(f"{install}  # the commit takes effect: one assignment")
         out.line("# no result: on to the next phase")
         return
     if result.kind == "reject":
-        call_id = "ctx.call_id" if result.call_id == "argument" else "None"
+        call_id = f"{field}call_id" if result.call_id == "argument" else "None"
         observed = code.statements(out, "observed", result.observed) if result.observed is not None else "None"
-        out.line(f"return reject(ctx, {result.name!r}, {call_id}, {observed})")
+        out.line(f"return reject(closure, {field}reject_generation, {result.name!r}, {call_id}, {observed})")
     elif result.kind == "return" and commits:
         value = code.statements(out, "result", result.name)
         out.line(f"result = {value}  # built from the draft, before the install")
-        out.line("install(ctx)  # the commit takes effect: one assignment, after everything that can fail")
+        out.line(f"{install}  # the commit takes effect: one assignment, after everything that can fail")
         out.line("return result")
     elif result.kind == "return":
         out.line(f"return {code.statements(out, 'result', result.name)}")
     else:
         out.line(f"raise spec_error({result.name!r})")
+
+
+def _emit_move(out: _Writer, code: _Code, target: str) -> None:
+    """The draft run moves to ``target`` (made on first use; installed with the rest of the commit)."""
+    if code.fields is None:
+        out.line(f"draft_of(ctx).state = {target}  # the draft: installed with the rest of the commit")
+        return
+    out.line("if draft is None:  # the draft: made on first use, installed with the rest of the commit")
+    out.line("    draft = draft_from(closure)")
+    out.line(f"draft.state = {target}")
 
 
 def row_commits(table: Table, row: Row) -> bool:
@@ -621,19 +762,60 @@ def _checked_effects(table: Table, op: str, phases: list[str], code: _Code) -> l
     return effects if effects and all(effect in code.checked for effect in effects) else None
 
 
-def _emit_operation(out: _Writer, table: Table, op: str, code: _Code) -> None:
-    """``run_<op>``: the phases in order, each run of locked phases under one acquisition of the lock.
+def _names_used(table: Table, op: str, code: _Code) -> set[tuple[str, str]]:
+    """Every (kind, name) the rows of ``op`` use, the no-caller-code checks of its effects included."""
+    used: set[tuple[str, str]] = set()
+    for phase in table.operations[op].phases:
+        for state in table.run_states:
+            for row in table.rows_for(op, phase, state):
+                if row.guard is not None:
+                    used.add(("guard", row.guard))
+                used.update(("effect", effect) for effect in row.effects)
+                used.update(("no_caller_code", effect) for effect in row.effects if effect in code.checked)
+                if row.to_by is not None:
+                    used.add(("target", row.to_by))
+                if row.result is not None and row.result.kind == "return":
+                    used.add(("result", row.result.name))
+                if row.result is not None and row.result.observed is not None:
+                    used.add(("observed", row.result.observed))
+    return used
+
+
+def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _Fields | None) -> None:
+    """``enter_<op>``: the phases in order, each run of locked phases under one acquisition of the lock.
 
     An unlocked run of phases between two locked ones whose caller-code
     effects all have a no-caller-code check is emitted twice: under one
     acquisition with the runs around it when every check holds for the call,
     and as three segments otherwise.
+
+    With ``fields`` (the operation's context fields), the operation takes the
+    inputs as parameters and keeps every field in a local variable when
+    every name it uses is inlined (the shipped semantics): no context object
+    is built, except by :meth:`_Fields.spill` for an inlined statement that
+    hands ``ctx`` on (read back after it).  Otherwise it builds the context
+    from its parameters and runs on the object.  ``run_<op>(ctx)`` runs it on
+    a context's fields.  Without ``fields`` (the outline), ``run_<op>(ctx)``
+    is the operation itself.
     """
     spec = table.operations[op]
-    out.line(f"def run_{op}(ctx):")
+    clash = fields is not None and bool(set(fields.names) & (_GENERATED_LOCALS | _HELPERS | set(code.modules)))
+    keeps = fields is not None and not clash and code.keeps_locals(_names_used(table, op, code))
+    code.fields = fields if keeps else None
+    if fields is None:
+        out.line(f"def run_{op}(ctx):")
+    else:
+        out.line(f"def enter_{op}({fields.parameters()}):")
     out.indent()
     out.line(_docstring(f"{op}: {' -> '.join(spec.phases)}."))
-    out.line("closure = ctx.closure")
+    if fields is None:
+        out.line("closure = ctx.closure")
+    elif keeps:
+        out.line(f"# the fields of a {fields.context}, as locals: the parameters, and what the phases compute")
+        for name, source in fields.working:
+            out.line(f"{name} = {source}")
+    else:
+        out.line(f"ctx = {fields.context}({fields.arguments()})  # a name it uses is called: it reads the object")
     out.line("trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None")
     segments = _segments(table, op)
     position = 0
@@ -672,53 +854,99 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code) -> None:
         f'raise spec_error({table.default_error!r}, operation={op!r}, state=run.state if run is not None else "none")'
     )
     out.dedent()
+    code.fields = None
+    if fields is None:
+        return
+    out.line("")
+    out.line("")
+    out.line(f"def run_{op}(ctx):")
+    out.line(f'    """{op} on a context object: enter_{op} of its inputs."""')
+    out.line(f"    return enter_{op}({fields.arguments('ctx.')})")
 
 
-def generate_source(table: Table, implementations: Mapping[str, Mapping[str, Callable[..., Any]]]) -> str:
-    """The Python source of the compiled table: ``run_<op>(ctx)`` per operation and an ``OPERATIONS`` map.
+def _emit_spill(out: _Writer, fields: _Fields) -> None:
+    """``spill_<Context>``: a context holding a compiled operation's locals, for a step that reads the object."""
+    out.line(f"def spill_{fields.context}({', '.join(('closure', 'method', *fields.names))}):")
+    out.line(f'    """A {fields.context} holding the fields a compiled operation keeps as locals."""')
+    out.line(f"    ctx = {fields.context}({fields.arguments()})")
+    if fields.working:
+        names = [name for name, _ in fields.working]
+        out.line(f"    {', '.join(f'ctx.{name}' for name in names)} = {', '.join(names)}")
+    out.line("    return ctx")
+
+
+def generate_source(
+    table: Table,
+    implementations: Mapping[str, Mapping[str, Callable[..., Any]]],
+    contexts: Mapping[str, type] | None = None,
+) -> str:
+    """The Python source of the compiled table.
 
     ``implementations`` (kind -> the table's name -> function) decides what is
-    inlined (:func:`inline`) and what is called.
+    inlined (:func:`inline`) and what is called.  With ``contexts`` (operation
+    -> its context class) the source has ``enter_<op>(closure, method,
+    inputs…)`` per operation, an ``ENTRIES`` map of them, and ``run_<op>(ctx)``
+    in ``OPERATIONS``; without, ``run_<op>(ctx)`` only, each running on the
+    context object (the outline).
     """
-    return _generate(table, _Code(implementations))
+    return _generate(table, _Code(implementations), contexts)
 
 
-def _generate(table: Table, code: _Code) -> str:
+def _generate(table: Table, code: _Code, contexts: Mapping[str, type] | None) -> str:
     out = _Writer()
     out.line(_docstring(f"The transition table {table.version}, compiled: one function per operation.")[:-3])
     out.line("")
     out.line("Generated from spec/machine.json by tool_call_closure.machine.compiler; do not edit.")
     out.line("Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X,")
     out.line("called; a body marked 'inlined from' is that function's body, its locals prefixed and its globals")
-    out.line("read from its module (semantics_...); reject(ctx, reason, call_id, observed) records the diagnostic and")
-    out.line("returns the Rejection; draft_of(ctx) is the run a commit builds aside, install(ctx) puts it in place")
-    out.line("with one assignment; each run of locked phases holds the instance's lock once (reentry from the")
-    out.line("thread holding it raises reentry_error instead of waiting on itself).")
+    out.line("read from its module (semantics_...); reject(closure, generation, reason, call_id, observed) records")
+    out.line("the diagnostic and returns the Rejection; the draft is the run a commit builds aside (draft_of(ctx),")
+    out.line("or draft_from(closure) into the local draft), install puts it in place with one assignment; each run")
+    out.line("of locked phases holds the instance's lock once (reentry from the thread holding it raises")
+    out.line("reentry_error instead of waiting on itself).  enter_<op> keeps the operation's context fields as")
+    out.line("local variables (ctx.X is written X) when every name it uses is inlined.")
     out.line('"""')
+    spilled: set[str] = set()
     for op in table.operations:
+        fields = None if contexts is None else context_fields(contexts[op])
+        if fields is not None and fields.context not in spilled:
+            spilled.add(fields.context)
+            out.line("")
+            out.line("")
+            _emit_spill(out, fields)
         out.line("")
         out.line("")
-        _emit_operation(out, table, op, code)
+        _emit_operation(out, table, op, code, fields)
     out.line("")
     out.line("")
-    entries = ", ".join(f"{op!r}: run_{op}" for op in table.operations)
-    out.line(f"OPERATIONS = {{{entries}}}")
+    operations = ", ".join(f"{op!r}: run_{op}" for op in table.operations)
+    out.line(f"OPERATIONS = {{{operations}}}")
+    if contexts is not None:
+        entries = ", ".join(f"{op!r}: enter_{op}" for op in table.operations)
+        out.line(f"ENTRIES = {{{entries}}}")
     return "\n".join(out.lines) + "\n"
 
 
 def compile_operations(
-    table: Table, implementations: Mapping[str, Mapping[str, Callable[..., Any]]], helpers: Mapping[str, Any]
-) -> tuple[str, Mapping[str, Operation]]:
+    table: Table,
+    implementations: Mapping[str, Mapping[str, Callable[..., Any]]],
+    helpers: Mapping[str, Any],
+    contexts: Mapping[str, type],
+) -> tuple[str, Mapping[str, Operation], Mapping[str, Callable[..., Any]]]:
     """Generate, compile and bind the table's operations.
 
     ``implementations`` maps each kind (guard, effect, result, observed,
     target) to the table's names for it and their functions; ``helpers`` holds
     the mechanisms the generated code shares with the walk (``reentry_error``,
-    ``reject``, ``spec_error``, ``draft_of``, ``install``).  Returns the source and ``{op: function}``.
+    ``reject``, ``spec_error``, ``draft_of``, ``draft_from``, ``install``,
+    ``install_fields``, ``ABSENT``); ``contexts`` each operation's context
+    class.  Returns the source, ``{op: run_<op>}`` (on a context object) and
+    ``{op: enter_<op>}`` (on the inputs: what the public class calls).
     """
     code = _Code(implementations)
-    source = _generate(table, code)
+    source = _generate(table, code, contexts)
     namespace: dict[str, Any] = {"__builtins__": __builtins__, **helpers}
+    namespace.update({context.__name__: context for context in contexts.values()})
     for alias, module_name in code.modules.items():  # the globals of inlined bodies are read from their module
         namespace[alias] = sys.modules[module_name]
     for kind in _KINDS:
@@ -735,4 +963,5 @@ def compile_operations(
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     exec(compile(source, filename, "exec"), namespace)  # the source is generated from the validated table
     operations: Mapping[str, Operation] = namespace["OPERATIONS"]
-    return source, operations
+    entries: Mapping[str, Callable[..., Any]] = namespace["ENTRIES"]
+    return source, operations, entries

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import spec_error
@@ -79,9 +79,11 @@ __all__ = [
     "SealContext",
     "SettleContext",
     "SnapshotRecord",
+    "draft_from",
     "draft_of",
     "install",
     "install_diagnostic",
+    "install_fields",
     "reentry_error",
 ]
 
@@ -237,12 +239,21 @@ class Context:
     the one ``(position, call record)`` a settlement writes; :func:`install`
     puts either in place with one assignment, after the result is built.
 
+    Every slot is either an *input* — a parameter of ``__init__``, given by
+    the caller (after ``closure`` and ``method``) — or a *working* field, one
+    of ``WORKING``: what the phases compute, starting from the value its
+    expression gives (``closure`` in scope).  The compiled operations keep the
+    fields as local variables, with the inputs as their parameters, in this
+    order and with these defaults (:mod:`.compiler`), and build a context only
+    for code that needs the object; the walk builds one per operation.
+
     Each subclass sets every slot, its bases' included, in its own
-    ``__init__`` instead of calling ``super().__init__``: a context is built
-    on every operation, and one call is measurably cheaper than a chain.
+    ``__init__`` instead of calling ``super().__init__`` (one call is cheaper
+    than a chain); ``tests/test_compiler.py`` holds ``__init__`` to ``WORKING``.
     """
 
     __slots__ = ("closure", "draft", "method", "staged_call")
+    WORKING: ClassVar[Mapping[str, str]] = {"draft": "None", "staged_call": "None"}
 
     def __init__(self, closure: Instance, method: str) -> None:
         self.closure = closure
@@ -262,13 +273,20 @@ class BeginContext(Context):
     snapshot."""
 
     __slots__ = ("calls_arg", "index", "start_generation", "superseded", "validated")
+    WORKING: ClassVar[Mapping[str, str]] = {
+        **Context.WORKING,
+        "start_generation": "closure._generation",  # BEG-5: a nested begin changes it
+        "validated": "[]",
+        "index": "{}",
+        "superseded": "None",
+    }
 
-    def __init__(self, closure: Instance, method: str, calls: object) -> None:
+    def __init__(self, closure: Instance, method: str, calls_arg: object) -> None:
         self.closure = closure
         self.method = method
         self.draft = None
         self.staged_call = None
-        self.calls_arg = calls
+        self.calls_arg = calls_arg
         self.start_generation = closure._generation  # BEG-5: a nested begin changes it
         self.validated: list[CallRecord] = []
         self.index: dict[str, int] = {}
@@ -279,6 +297,7 @@ class HandleContext(Context):
     """Operations on a handle (settle, close, seal): the handle and the generation a rejection reports."""
 
     __slots__ = ("handle", "reject_generation")
+    WORKING: ClassVar[Mapping[str, str]] = {**Context.WORKING, "reject_generation": "None"}
 
     def __init__(self, closure: Instance, method: str, handle: object) -> None:
         self.closure = closure
@@ -310,8 +329,22 @@ class SettleContext(HandleContext):
         "preview",
         "settlement",
     )
+    WORKING: ClassVar[Mapping[str, str]] = {**HandleContext.WORKING, "preview": "None", "settlement": "None"}
 
-    def __init__(self, closure: Instance, method: str, handle: object, call_id: Any) -> None:
+    def __init__(
+        self,
+        closure: Instance,
+        method: str,
+        handle: object,
+        call_id: Any,
+        outcome: Any = ABSENT,
+        fixed_status: str | None = None,
+        content: Any = ABSENT,
+        message: Any = ABSENT,
+        message_is_error: bool = False,
+        code: Any = ABSENT,
+        default_code: str = "",
+    ) -> None:
         self.closure = closure
         self.method = method
         self.draft = None
@@ -319,13 +352,13 @@ class SettleContext(HandleContext):
         self.handle = handle
         self.reject_generation = None
         self.call_id: str = call_id  # validated (a plain str) by validate_call_id before anything reads it
-        self.outcome: Any = ABSENT
-        self.fixed_status: str | None = None
-        self.content: Any = ABSENT
-        self.message: Any = ABSENT
-        self.message_is_error = False
-        self.code: Any = ABSENT
-        self.default_code = ""
+        self.outcome: Any = outcome
+        self.fixed_status: str | None = fixed_status
+        self.content: Any = content
+        self.message: Any = message
+        self.message_is_error = message_is_error
+        self.code: Any = code
+        self.default_code = default_code
         self.preview: str | None = None
         self.settlement: SettlementRecord | None = None
 
@@ -334,6 +367,7 @@ class CloseContext(HandleContext):
     """``close``: the reason as given and its normalized form."""
 
     __slots__ = ("close_reason", "reason")
+    WORKING: ClassVar[Mapping[str, str]] = {**HandleContext.WORKING, "close_reason": "None"}
 
     def __init__(self, closure: Instance, method: str, handle: object, reason: object) -> None:
         self.closure = closure
@@ -356,13 +390,14 @@ class ExportContext(Context):
     """An export: the snapshot argument, the renderer of the method's format, the rendered payload."""
 
     __slots__ = ("payload", "renderer", "snapshot_arg")
+    WORKING: ClassVar[Mapping[str, str]] = {**Context.WORKING, "payload": "[]"}
 
-    def __init__(self, closure: Instance, method: str, snapshot: object, renderer: Renderer) -> None:
+    def __init__(self, closure: Instance, method: str, snapshot_arg: object, renderer: Renderer) -> None:
         self.closure = closure
         self.method = method
         self.draft = None
         self.staged_call = None
-        self.snapshot_arg = snapshot
+        self.snapshot_arg = snapshot_arg
         self.renderer = renderer
         self.payload: list[dict[str, Any]] = []
 
@@ -371,13 +406,16 @@ def draft_of(ctx: Context) -> Run:
     """The run this commit builds aside: a draft of the installed run, made on first use."""
     draft = ctx.draft
     if draft is None:
-        run = ctx.closure._run
-        assert run is not None, "the table only writes the run while a generation exists"
-        draft = ctx.draft = run.draft()
+        draft = ctx.draft = draft_from(ctx.closure)
     return draft
 
 
 def install(ctx: Context) -> None:
+    """:func:`install_fields` of a context's draft and staged call."""
+    install_fields(ctx.closure, ctx.draft, ctx.staged_call)
+
+
+def install_fields(closure: Instance, draft: Run | None, staged_call: tuple[int, CallRecord] | None) -> None:
     """The one step at which a commit takes effect: a single assignment, after everything that can fail.
 
     A commit builds everything aside (the draft run, the settled call record,
@@ -386,15 +424,20 @@ def install(ctx: Context) -> None:
     any asynchronous exception — leaves the instance exactly as it was and
     consumes no generation number; nothing that can raise runs after it.
     """
-    draft = ctx.draft
     if draft is not None:
-        ctx.closure._run = draft  # a new generation, or this one closed: counter, calls, state, reason at once
+        closure._run = draft  # a new generation, or this one closed: counter, calls, state, reason at once
         return
-    staged = ctx.staged_call
-    if staged is not None:
-        run = ctx.closure._run
+    if staged_call is not None:
+        run = closure._run
         assert run is not None
-        run.calls[staged[0]] = staged[1]  # a settlement: one call record replaced
+        run.calls[staged_call[0]] = staged_call[1]  # a settlement: one call record replaced
+
+
+def draft_from(closure: Instance) -> Run:
+    """:func:`draft_of` for an operation that keeps its draft in a local (the compiled operations)."""
+    run = closure._run
+    assert run is not None, "the table only writes the run while a generation exists"
+    return run.draft()
 
 
 def install_diagnostic(closure: Instance, diagnostic: DiagnosticRecord) -> None:

@@ -68,6 +68,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import TableError, spec_error
 from tool_call_closure.machine import semantics as sem
 from tool_call_closure.machine.compiler import Operation, compile_operations, row_commits
@@ -77,9 +78,11 @@ from tool_call_closure.machine.context import (
     HandleContext,
     Instance,
     SettleContext,
+    draft_from,
     draft_of,
     install,
     install_diagnostic,
+    install_fields,
     reentry_error,
 )
 from tool_call_closure.machine.table import TABLE, Row, Table
@@ -120,6 +123,7 @@ class Machine:
         "call_next",
         "closed",
         "effect_run_to",
+        "entries",
         "export_format",
         "implementations",
         "initial_call_state",
@@ -188,8 +192,9 @@ class Machine:
             "target": dict(sem.TARGETS),
             "no_caller_code": dict(sem.NO_CALLER_CODE),
         }
-        # The same table written out as Python (see .compiler); ``run`` executes it.
-        self.source, self.operations = compile_operations(
+        # The same table written out as Python (see .compiler); ``run`` executes it on a context, and the
+        # public class calls ``entries`` (the compiled operations on their inputs: no context object built).
+        self.source, self.operations, self.entries = compile_operations(
             table,
             self.implementations,
             {
@@ -197,8 +202,12 @@ class Machine:
                 "reject": record_rejection,
                 "spec_error": spec_error,
                 "draft_of": draft_of,
+                "draft_from": draft_from,
                 "install": install,
+                "install_fields": install_fields,
+                "ABSENT": ABSENT,
             },
+            OPERATION_CONTEXTS,
         )
 
     def run(self, op: str, ctx: Context) -> Any:
@@ -207,6 +216,17 @@ class Machine:
         Runs the compiled form of the table (:mod:`.compiler`); :meth:`walk` is the same table walked row by row.
         """
         return self.operations[op](ctx)
+
+    def walking_entries(self) -> Mapping[str, Callable[..., Any]]:
+        """``entries`` that run each operation by :meth:`walk` (for tests that plant a probe in the walk)."""
+
+        def entry(op: str) -> Callable[..., Any]:
+            def walked(closure: Instance, method: str, *inputs: Any, **named: Any) -> Any:
+                return self.walk(op, OPERATION_CONTEXTS[op](closure, method, *inputs, **named))
+
+            return walked
+
+        return {op: entry(op) for op in self.operations}
 
     def walk(self, op: str, ctx: Context) -> Any:
         """Run operation ``op`` by walking the table's rows: the definition the compiled operations follow.
@@ -302,17 +322,20 @@ class Machine:
         assert compiled.reject is not None
         call_id = cast(SettleContext, ctx).call_id if compiled.reject_call_id else None
         observed = compiled.observed(ctx) if compiled.observed is not None else None
-        return record_rejection(cast(HandleContext, ctx), compiled.reject, call_id, observed)
+        handle_ctx = cast(HandleContext, ctx)
+        return record_rejection(handle_ctx.closure, handle_ctx.reject_generation, compiled.reject, call_id, observed)
 
 
-def record_rejection(ctx: HandleContext, reason: str, call_id: str | None, observed: str | None) -> Rejection:
+def record_rejection(
+    closure: Instance, generation: int | None, reason: str, call_id: str | None, observed: str | None
+) -> Rejection:
     """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`.
 
-    Shared by the walk and the compiled operations.
+    ``generation`` is the operation's ``reject_generation``.  Shared by the walk and the compiled operations.
     """
     # Both values are built before the one write (the append), so an exception changes nothing.
-    rejection = new_rejection(reason, call_id, ctx.reject_generation, observed)
-    install_diagnostic(ctx.closure, (reason, call_id, ctx.reject_generation, observed))
+    rejection = new_rejection(reason, call_id, generation, observed)
+    install_diagnostic(closure, (reason, call_id, generation, observed))
     return rejection
 
 

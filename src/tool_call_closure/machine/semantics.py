@@ -221,8 +221,8 @@ def error_message_text(error: object, default: str, limit: int) -> str:
 # --------------------------------------------------------------------------- guards
 
 
-def _run(ctx: Context) -> Run:
-    run = ctx.closure._run
+def _run(closure: Instance) -> Run:
+    run = closure._run
     assert run is not None, "the table only asks this while a generation exists"
     return run
 
@@ -251,7 +251,7 @@ def call_not_pending(ctx: SettleContext) -> bool:
 def has_pending_calls(ctx: Context) -> bool:
     # Counted, not read from a stored counter: no interrupted commit can leave a count stale.
     pending = ctx.closure._machine.initial_call_state
-    return any(call[CALL_STATE] == pending for call in _run(ctx).calls)
+    return any(call[CALL_STATE] == pending for call in _run(ctx.closure).calls)
 
 
 def generation_changed(ctx: BeginContext) -> bool:
@@ -589,7 +589,7 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
 
 
 def _begin_result(ctx: BeginContext) -> BeginResult:
-    run = ctx.draft if ctx.draft is not None else _run(ctx)
+    run = ctx.draft if ctx.draft is not None else _run(ctx.closure)
     return new_begin_result(run.generation, run.handle, ctx.superseded)
 
 
@@ -609,7 +609,7 @@ def _null(ctx: Context) -> None:
 
 
 def _generation(ctx: Context) -> int:
-    return _run(ctx).generation
+    return _run(ctx.closure).generation
 
 
 def _payload(ctx: ExportContext) -> list[dict[str, Any]]:
