@@ -586,3 +586,29 @@ def test_a_context_sets_its_working_fields_as_its_declaration_says(op: str) -> N
     for name, source in fields.working:
         assert getattr(ctx, name) == eval(source, {"closure": closure}), (op, name)
     assert [p.name for p in list(inspect.signature(context).parameters.values())[2:]] == [n for n, _ in fields.inputs]
+
+
+def _store_settlement(ctx: SettleContext) -> None:
+    ctx.settlement = ("success", "reported", f"stored by a helper for {ctx.call_id}", None, None, None)
+
+
+def _normalize_through_a_helper(ctx: SettleContext) -> None:
+    _store_settlement(ctx)  # hands ctx on: the compiled operation builds the object, then reads it back
+
+
+def test_a_statement_handing_ctx_on_gets_the_object_and_its_writes_are_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tool_call_closure.machine import semantics
+
+    monkeypatch.setitem(semantics.EFFECTS, "normalize_outcome", _normalize_through_a_helper)  # type: ignore[index]
+    machine = Machine(TABLE)
+    body = machine.source[machine.source.index("def enter_settle(") :]
+    assert "ctx = spill_SettleContext(closure, method, handle, call_id" in body
+    assert "a name it uses is called" not in body  # still the locals form
+    closure = create_tool_call_closure()
+    closure._use_machine(machine)
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    accepted = closure.succeed(handle, "a", "ignored")
+    assert accepted.accepted
+    assert accepted.settlement.content == "stored by a helper for a"

@@ -329,18 +329,38 @@ class _Renamer(ast.NodeTransformer):
 
 
 class _Localizer(ast.NodeTransformer):
-    """``ctx.field`` -> ``field``: an operation's context fields as its local variables."""
+    """``ctx.field`` -> ``field``: an operation's context fields as its local variables.
+
+    The draft mechanism too: ``draft_of(ctx)`` (the run a commit builds aside,
+    made on first use) becomes the local ``draft``, made on first use by
+    ``draft_from(closure)``.
+    """
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if isinstance(node.value, ast.Name) and node.value.id == "ctx":
             return ast.copy_location(ast.Name(node.attr, node.ctx), node)
         return self.generic_visit(node)
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        function = node.func
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
+        only_ctx = len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "ctx"
+        if name == "draft_of" and only_ctx and not node.keywords:
+            made = ast.NamedExpr(ast.Name("draft", ast.Store()), ast.parse("draft_from(closure)", mode="eval").body)
+            test = ast.Compare(ast.Name("draft", ast.Load()), [ast.IsNot()], [ast.Constant(None)])
+            return ast.copy_location(ast.IfExp(test, ast.Name("draft", ast.Load()), made), node)
+        return self.generic_visit(node)
+
+
+def _localized(source: str) -> ast.AST:
+    mode = "exec" if "\n" in source or _is_statement(source) else "eval"
+    tree: ast.AST = _Localizer().visit(ast.parse(source, mode=mode))
+    return tree
+
 
 def _as_locals(source: str) -> str:
     """``source`` (an inlined statement or value) reading and writing the context's fields as locals."""
-    mode = "exec" if "\n" in source or _is_statement(source) else "eval"
-    return ast.unparse(_Localizer().visit(ast.parse(source, mode=mode)))
+    return ast.unparse(_localized(source))
 
 
 def _is_statement(source: str) -> bool:
@@ -352,8 +372,8 @@ def _is_statement(source: str) -> bool:
 
 
 def _hands_on_ctx(source: str) -> bool:
-    """Whether ``source`` uses the context object itself (hands ``ctx`` to a function), not only its fields."""
-    tree = ast.parse(source)
+    """Whether ``source``, as locals, still uses the context object itself (hands ``ctx`` to a function)."""
+    tree = _localized(source)
     bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     return any(isinstance(node, ast.Name) and node.id == "ctx" and id(node) not in bases for node in ast.walk(tree))
 
