@@ -2,9 +2,10 @@
 
 Theory of operation
 -------------------
-Every method is a thin shell: it puts its arguments into the context of its
-operation (:mod:`.machine.context`) and asks the compiled table to run the
-operation (:meth:`.machine.interpreter.Machine.run`).  Legality, precedence
+Every method is a thin shell: it passes its arguments — the inputs of its
+operation's context (:mod:`.machine.context`) — to the compiled operation
+(``Machine.entries``, :mod:`.machine.compiler`), which keeps the context's
+fields as local variables.  Legality, precedence
 and state changes are decided by ``spec/machine.json``; the meaning of each
 step lives in :mod:`.machine.semantics`.
 
@@ -12,9 +13,9 @@ Exports.  The table names each export method's *format*; this class binds
 the format to its provider's renderer (:data:`.providers.RENDERERS`) and hands
 it to the operation, so the machine never imports a provider.
 
-Threading model.  Each instance owns one ``threading.Lock``.  Every operation
-is atomic: its decision and its commit happen under the lock, in one
-acquisition.  Caller code — ``__str__``, properties, ``__json__`` hooks,
+Threading model.  Each instance owns one lock (a ``threading.RLock``, used
+for its owner check only).  Every operation is atomic: its decision and its
+commit happen under the lock, in one acquisition.  Caller code — ``__str__``, properties, ``__json__`` hooks,
 custom mappings — runs only in the unlocked ``prepare`` and ``normalize``
 phases, so it can call back into the closure without deadlocking.  Another
 thread's operation that lands while this one runs caller code is treated
