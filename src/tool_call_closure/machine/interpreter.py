@@ -119,7 +119,7 @@ class Machine:
     """A table compiled into dispatch tuples: ``plans[op]`` is the operation's phases, grouped into lock segments."""
 
     __slots__ = (
-        "_events",
+        "call_events",
         "call_next",
         "closed",
         "effect_run_to",
@@ -145,7 +145,7 @@ class Machine:
         self.effect_run_to: Mapping[str, str] = {e.id: e.run_to for e in table.effects.values() if e.run_to}
         # effect id -> {call status -> call event}: "report_<status>" names one event per status,
         # a plain event name ("synthesize_cancelled") the same event for every status.
-        self._events: Mapping[str, Mapping[str, str]] = {
+        self.call_events: Mapping[str, Mapping[str, str]] = {
             e.id: {
                 status: e.call_event.replace("<status>", status)
                 for status in table.call_states
@@ -299,7 +299,7 @@ class Machine:
 
     def call_event(self, effect: str, status: str) -> str:
         """The call event effect ``effect`` applies to a call reaching ``status`` (from the effect's ``call_event``)."""
-        return self._events[effect][status]
+        return self.call_events[effect][status]
 
     def apply_call_event(self, call: CallRecord, event: str, settlement: SettlementRecord) -> CallRecord:
         """The call machine: the record ``call`` (id, name, state, settlement) becomes after ``event``, or raise."""

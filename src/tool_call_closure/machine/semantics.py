@@ -533,9 +533,8 @@ def record_settlement(ctx: SettleContext) -> None:
     settlement = ctx.settlement
     assert settlement is not None
     position = run.index[ctx.call_id]
-    call = machine.apply_call_event(
-        run.calls[position], machine.call_event("record_settlement", settlement[STATUS]), settlement
-    )
+    event = machine.call_events["record_settlement"][settlement[STATUS]]
+    call = machine.apply_call_event(run.calls[position], event, settlement)
     ctx.staged_call = (position, call)  # installed as one list-item assignment
 
 
@@ -724,10 +723,9 @@ def normalize_outcome_runs_no_caller_code(ctx: SettleContext) -> bool:
         if content is not None:
             ctx.content = content
     plain_content = status == "success" and type(content) is str
-    plain_parts = (
+    return plain_content or (
         status in ("error", "cancelled") and _plain_text_or_absent(ctx.code) and _plain_text_or_absent(ctx.message)
     )
-    return plain_content or plain_parts
 
 
 def normalize_close_reason_runs_no_caller_code(ctx: CloseContext) -> bool:
