@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import hashlib
 import inspect
 import linecache
@@ -352,15 +353,19 @@ class _Localizer(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def _localized(source: str) -> ast.AST:
+@functools.lru_cache(maxsize=4096)  # an inlined statement is asked about by each operation using it
+def _local_form(source: str) -> tuple[str, bool]:
+    """``source`` with the context's fields as locals, and whether it still hands ``ctx`` itself on."""
     mode = "exec" if "\n" in source or _is_statement(source) else "eval"
-    tree: ast.AST = _Localizer().visit(ast.parse(source, mode=mode))
-    return tree
+    tree = _Localizer().visit(ast.parse(source, mode=mode))
+    bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    hands_on = any(isinstance(n, ast.Name) and n.id == "ctx" and id(n) not in bases for n in ast.walk(tree))
+    return ast.unparse(tree), hands_on
 
 
 def _as_locals(source: str) -> str:
     """``source`` (an inlined statement or value) reading and writing the context's fields as locals."""
-    return ast.unparse(_localized(source))
+    return _local_form(source)[0]
 
 
 def _is_statement(source: str) -> bool:
@@ -373,9 +378,7 @@ def _is_statement(source: str) -> bool:
 
 def _hands_on_ctx(source: str) -> bool:
     """Whether ``source``, as locals, still uses the context object itself (hands ``ctx`` to a function)."""
-    tree = _localized(source)
-    bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    return any(isinstance(node, ast.Name) and node.id == "ctx" and id(node) not in bases for node in ast.walk(tree))
+    return _local_form(source)[1]
 
 
 @dataclass(frozen=True)
