@@ -612,3 +612,39 @@ def test_a_statement_handing_ctx_on_gets_the_object_and_its_writes_are_read_back
     accepted = closure.succeed(handle, "a", "ignored")
     assert accepted.accepted
     assert accepted.settlement.content == "stored by a helper for a"
+
+
+class _Shouting:
+    def __str__(self) -> str:
+        raise AssertionError("caller code ran under the lock")
+
+
+class _LockThatLetsAnotherThreadIn:
+    """The instance's lock, with another thread's write to the caller's reason landing just before it is taken."""
+
+    def __init__(self, lock: Any, reason: dict[str, Any]) -> None:
+        self.lock, self.reason = lock, reason
+
+    def _is_owned(self) -> bool:
+        return bool(self.lock._is_owned())
+
+    def __enter__(self) -> bool:
+        self.reason["message"] = _Shouting()  # an object: converting it runs its __str__
+        return bool(self.lock.__enter__())
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.lock.__exit__(*exc_info)
+
+
+def test_a_close_reason_checked_for_one_acquisition_is_the_operations_own_copy() -> None:
+    """spec §14: the one-acquisition check of a plain reason dict checks and keeps a copy, so a write by
+    another thread between the check and the normalization under the lock reaches neither (no caller code
+    runs under the lock; the close takes the reason as it was when close was called)."""
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    reason: dict[str, Any] = {"status": "error", "message": "as given"}
+    closure._lock = _LockThatLetsAnotherThreadIn(closure._lock, reason)  # type: ignore[assignment]
+    snapshot = closure.close(handle, reason)
+    assert isinstance(reason["message"], _Shouting)  # the other thread's write did land
+    assert snapshot.close_reason is not None  # type: ignore[union-attr]
+    assert snapshot.close_reason.message == "as given"  # type: ignore[union-attr]

@@ -730,8 +730,14 @@ def normalize_outcome_runs_no_caller_code(ctx: SettleContext) -> bool:
 
 def normalize_close_reason_runs_no_caller_code(ctx: CloseContext) -> bool:
     # No reason, or a plain dict of plain str keys and plain str (or None) values: read without calling anything.
+    # The dict is checked and normalized as this operation's own copy (a plain dict's copy runs no caller code),
+    # which then takes its place: another thread that changes the caller's dict meanwhile reaches neither.
     reason = ctx.reason
+    if type(reason) is dict:
+        reason = dict(reason)
     plain = type(reason) is dict and all(type(key) is str and _plain_text_or_absent(v) for key, v in reason.items())
+    if plain:
+        ctx.reason = reason
     return reason is None or reason is ABSENT or plain
 
 
