@@ -185,6 +185,58 @@ def test_conform_catches_a_broken_subject(tmp_path: Path) -> None:
     assert all(r.message for r in failed)
 
 
+def test_a_subprocess_subject_gets_a_vectors_requests_ahead_of_its_answers(tmp_path: Path) -> None:
+    """The runner writes the steps of a vector before reading their answers: the subject's first read after
+    the handshake holds several requests (one at a time, it would hold one)."""
+    log = tmp_path / "reads.txt"
+    subject = tmp_path / "counting.py"
+    subject.write_text(
+        "import json, os, sys\n"
+        f"log = open({str(log)!r}, 'w')\n"
+        "buffer = b''\n"
+        "while True:\n"
+        "    chunk = os.read(0, 1 << 16)\n"
+        "    if not chunk:\n"
+        "        break\n"
+        "    buffer += chunk\n"
+        "    *lines, buffer = buffer.split(b'\\n')\n"
+        "    log.write(f'{len(lines)}\\n'); log.flush()\n"
+        "    for line in lines:\n"
+        "        r = json.loads(line)\n"
+        "        if r.get('cmd') == 'hello':\n"
+        "            answer = {'id': r['id'], 'protocol': 1, 'implementation': {'name': 'x', 'language': 'py',"
+        " 'version': '0'}, 'capabilities': []}\n"
+        "        else:\n"
+        "            answer = {'id': r['id'], 'ok': None}\n"
+        "        sys.stdout.write(json.dumps(answer) + '\\n'); sys.stdout.flush()\n"
+    )
+    vector = next(v for v in VECTORS if len(v.steps) >= 4 and not v.requires)
+    run_conformance([vector], SubjectSpec((sys.executable, str(subject)), timeout=5))
+    reads = [int(n) for n in log.read_text().split()]
+    assert reads[0] == 1  # the handshake, alone
+    assert max(reads[1:]) > 1, reads  # the vector's requests, written ahead
+
+
+def test_a_failed_vectors_answers_written_ahead_are_drained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vector that fails before its last step leaves answers on the way; the next vector must not read them.
+    The same broken subject, with nothing written ahead, is the oracle: every vector's outcome and message agree."""
+    from tool_call_closure.conformance import conform as conform_module
+
+    broken = SubjectSpec((*reference_command(), "--table", str(_broken_table(tmp_path))))
+    ahead = run_conformance(VECTORS, broken)
+    early = [r for r in ahead.results if r.outcome == "failed" and (r.step or 0) < len(_steps_of(r.id))]
+    assert early, "no vector failed before its last step: nothing was left to drain"
+    monkeypatch.setattr(conform_module, "_AHEAD_BYTES", 0)
+    lockstep = run_conformance(VECTORS, broken)
+    assert [(r.id, r.outcome, r.step, r.message) for r in ahead.results] == [
+        (r.id, r.outcome, r.step, r.message) for r in lockstep.results
+    ]
+
+
+def _steps_of(vector_id: str) -> list[Any]:
+    return next(v.steps for v in VECTORS if v.id == vector_id)
+
+
 def test_errored_is_kept_apart_from_failed(tmp_path: Path) -> None:
     crasher = tmp_path / "crasher.py"
     crasher.write_text(

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 from tool_call_closure import __version__
 from tool_call_closure.conformance.compare import diff_response, diff_responses, expected_text, first_difference
@@ -268,6 +268,10 @@ class _StepTexts:
             raise line
         return line
 
+    def keep(self, index: int, line: str) -> None:
+        """Put back step ``index``'s line (taken, then not sent ahead)."""
+        self._lines[index] = line
+
     def expected(self, index: int) -> list[str] | None:
         if index not in self._expected:
             self._expected[index] = expected_text(self._steps[index]["responses"])
@@ -284,6 +288,40 @@ class _StepTexts:
             self._lines[index] = encode_request(self._steps[index]["request"])
         except Exception as exc:  # noqa: BLE001 - raised at its own step, by request_line
             self._lines[index] = exc
+
+
+# How much of a vector the runner writes ahead of reading the answers (a subprocess subject): well within a
+# pipe's buffer, so writing never waits on the subject, whatever it does.
+_AHEAD_BYTES: Final = 16 * 1024
+
+
+def _send_ahead(subject: Subject, texts: _StepTexts, count: int, deadline: float) -> int:
+    """Write the first steps' requests at once to a subprocess subject; return how many were written.
+
+    The subject then answers step *k* while the runner compares step *k* − 1:
+    the two processes work side by side instead of in turns.  The answers are
+    read one step at a time, as before, so what a step is told and what it
+    answers is unchanged.  A step whose request does not encode, and the
+    steps after it, are sent as they come (the error is raised at its step).
+    """
+    if not isinstance(subject, ProcessSubject):
+        return 0
+    lines: list[str] = []
+    size = 0
+    for index in range(count):
+        try:
+            line = texts.request_line(index)
+        except Exception:  # noqa: BLE001 - raised again at its own step
+            break
+        size += len(line.encode("utf-8")) + 1
+        if size > _AHEAD_BYTES:
+            texts.keep(index, line)
+            break
+        lines.append(line)
+    if lines:
+        subject.deadline = deadline
+        subject.send_ahead(lines)
+    return len(lines)
 
 
 def _run_vector(session: _Session, vector: Vector) -> VectorResult:
@@ -303,12 +341,16 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
             return result
         steps = vector.steps
         texts = _StepTexts(steps)
+        ahead = _send_ahead(subject, texts, len(steps), deadline)
         for index, step in enumerate(steps):
             if isinstance(subject, ProcessSubject):
                 subject.deadline = deadline
             if time.perf_counter() > deadline:
                 raise SubjectError(f"the vector took longer than {vector_timeout:g} s")
-            lines = subject.send_lines(texts.request_line(index), functools.partial(texts.prepare, index))
+            if index < ahead:
+                lines = cast(ProcessSubject, subject).receive_lines()
+            else:
+                lines = subject.send_lines(texts.request_line(index), functools.partial(texts.prepare, index))
             if texts.expected(index) == lines:  # the common case: no parsing, no walk (compare.expected_text)
                 result.steps += 1
                 continue
@@ -323,6 +365,12 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
                 result.actual = actual
                 result.message = problem
                 result.path, result.expected_value, result.actual_value = _locate(step["responses"], actual)
+                if index + 1 < ahead:  # requests written ahead are still to be answered: drain, or start afresh
+                    try:
+                        for _ in range(index + 1, ahead):
+                            cast(ProcessSubject, subject).receive_lines()
+                    except SubjectError:
+                        session.restart()
                 break
     except SubjectError as exc:
         result.outcome = "errored"

@@ -265,14 +265,24 @@ class ProcessSubject(Subject):
     def send_lines(self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None) -> list[str]:
         return [line for line, _ in self._exchange(request, meanwhile)]
 
-    def _exchange(
-        self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None
-    ) -> list[tuple[str, dict[str, Any]]]:
-        """Write one request; read its response lines (text and parsed) up to the request's own."""
+    def send_ahead(self, requests: Sequence[str]) -> None:
+        """Write request lines now, each answered in turn by a later :meth:`receive_lines`.
+
+        The runner writes a vector's requests ahead of reading their answers,
+        so the subject works while the runner compares (a few KiB at most:
+        well within a pipe's buffer, so the write never waits on the subject).
+        """
+        self._write("".join(f"{request}\n" for request in requests).encode("utf-8"))
+
+    def receive_lines(self) -> list[str]:
+        """The response lines of the oldest request written ahead and not yet received."""
+        return [line for line, _ in self._answer(None)]
+
+    def _write(self, data: bytes) -> None:
         stdin = self._process.stdin
         assert stdin is not None
         try:
-            stdin.write(encode_request(request).encode("utf-8") + b"\n")
+            stdin.write(data)
             stdin.flush()
         except OSError as exc:
             # A subject that already exited closes its input too: name the exit, the more useful fact.
@@ -281,6 +291,16 @@ class ProcessSubject(Subject):
             except subprocess.TimeoutExpired:
                 raise SubjectError(f"subject closed its input: {exc}") from exc
             raise SubjectError(f"subject exited with status {code} before answering ({exc})") from exc
+
+    def _exchange(
+        self, request: dict[str, Any] | str, meanwhile: Callable[[], None] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Write one request; read its response lines (text and parsed) up to the request's own."""
+        self._write(encode_request(request).encode("utf-8") + b"\n")
+        return self._answer(meanwhile)
+
+    def _answer(self, meanwhile: Callable[[], None] | None) -> list[tuple[str, dict[str, Any]]]:
+        """Read one request's response lines (text and parsed), up to the request's own."""
         responses: list[tuple[str, dict[str, Any]]] = []
         # The timeout bounds the whole request, however many nested lines the subject writes meanwhile.
         deadline = time.perf_counter() + self.timeout
