@@ -455,12 +455,16 @@ def test_plain_content_converted_by_the_check_is_stored_as_the_walk_stores_it() 
 # --------------------------------------------------------------------------- what one acquisition already knows
 
 
+def _operation(source: str, op: str) -> str:
+    """The text of ``op``'s compiled function in ``source`` (``enter_<op>``; ``run_<op>`` in the outline)."""
+    header = f"def enter_{op}(" if f"def enter_{op}(" in source else f"def run_{op}("
+    body = source[source.index(header) :]
+    return body[: body.index("\ndef ", 1)]
+
+
 def _forms(source: str, op: str) -> tuple[str, str]:
-    """The one-acquisition form of ``run_<op>`` and its two-acquisition form, as source text."""
-    body = source[
-        source.index(f"def enter_{op}(") if f"def enter_{op}(" in source else source.index(f"def run_{op}(") :
-    ]
-    body = body[: body.index("\ndef ", 1)]
+    """The one-acquisition form of ``op``'s compiled function and its two-acquisition form, as source text."""
+    body = _operation(source, op)
     one = body.index("recheck, commit: under the lock, in one acquisition")
     two = body.index("# --- phase admit: under the lock, in one acquisition")
     return body[one:two], body[two:]
@@ -532,8 +536,7 @@ def test_every_shipped_operation_keeps_its_context_fields_as_locals() -> None:
     """Every name of the shipped semantics is inlined, so no compiled operation builds a context up front."""
     assert "a name it uses is called" not in MACHINE.source
     for op in TABLE.operations:
-        body = MACHINE.source[MACHINE.source.index(f"def enter_{op}(") :]
-        body = body[: body.index("\ndef ", 1)]
+        body = _operation(MACHINE.source, op)
         assert "ctx = " not in body.replace("ctx = spill_", ""), op  # only a step that needs the object builds one
 
 
@@ -563,10 +566,10 @@ def test_an_operation_using_a_called_name_runs_on_a_context_built_from_its_input
 
     monkeypatch.setitem(semantics.GUARDS, "call_not_pending", _opaque_call_not_pending)  # type: ignore[index]
     machine = Machine(TABLE)
-    body = machine.source[machine.source.index("def enter_settle(") :]
+    body = _operation(machine.source, "settle")
     assert "ctx = SettleContext(closure, method, handle, call_id, outcome, fixed_status" in body
     assert "a name it uses is called" in body
-    begin = machine.source.split("def enter_begin(")[1].split("\ndef ")[0]
+    begin = _operation(machine.source, "begin")
     assert "ctx = BeginContext(" not in begin  # the other operations still keep their fields as locals
 
 
@@ -603,7 +606,7 @@ def test_a_statement_handing_ctx_on_gets_the_object_and_its_writes_are_read_back
 
     monkeypatch.setitem(semantics.EFFECTS, "normalize_outcome", _normalize_through_a_helper)  # type: ignore[index]
     machine = Machine(TABLE)
-    body = machine.source[machine.source.index("def enter_settle(") :]
+    body = _operation(machine.source, "settle")
     assert "ctx = spill_SettleContext(closure, method, handle, call_id" in body
     assert "a name it uses is called" not in body  # still the locals form
     closure = create_tool_call_closure()

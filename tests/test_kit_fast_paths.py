@@ -120,13 +120,19 @@ def test_value_objects_are_written_exactly_as_to_json_writes_them(value: Any) ->
     assert serve._ResponseText()(value) == to_json(value)
 
 
-@given(value_trees(plain_fields))
-def test_plain_value_trees_take_the_c_encoder(value: Any) -> None:
+def _written(value: Any) -> tuple[str, int]:
+    """serve's text of ``value``, and how many times it asked the general writer (``to_json``)."""
     general = Counting()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(serve, "to_json", general)
         text = serve._ResponseText()(value)
-    assert general.calls == 0
+    return text, general.calls
+
+
+@given(value_trees(plain_fields))
+def test_plain_value_trees_take_the_c_encoder(value: Any) -> None:
+    text, general = _written(value)
+    assert general == 0
     assert text == to_json(value)
 
 
@@ -144,11 +150,8 @@ def test_plain_value_trees_take_the_c_encoder(value: Any) -> None:
     ],
 )
 def test_values_outside_the_fast_path_are_written_the_general_way(value: Any) -> None:
-    general = Counting()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(serve, "to_json", general)
-        text = serve._ResponseText()(value)
-    assert general.calls == 1
+    text, general = _written(value)
+    assert general == 1
     assert text == to_json(value)
 
 

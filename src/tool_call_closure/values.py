@@ -468,7 +468,7 @@ def _compiled(source: str, name: str, namespace: dict[str, Any]) -> Any:
     return function
 
 
-def _builder(cls: type[_V]) -> Callable[..., _V]:
+def _builder(cls: type[_V], deferred: tuple[str, ...] = ()) -> Callable[..., _V]:
     """``make(*fields)``: an instance of the frozen dataclass ``cls``, built without its ``__init__``.
 
     A frozen dataclass's ``__init__`` writes each field through
@@ -477,34 +477,21 @@ def _builder(cls: type[_V]) -> Callable[..., _V]:
     identical layout (:func:`_twin`), then gives it the class ``cls``: the
     result is an ordinary, sealed ``cls`` instance.  Only the views below use
     it, always with every field given in declaration order.
-    """
-    fields = _fields(cls)
-    name = f"new_{cls.__name__}"
-    source = (
-        f"def {name}({', '.join(fields)}):\n"
-        "    view = new(twin)\n"
-        + "".join(f"    view.{field} = {field}\n" for field in fields)
-        + "    view.__class__ = cls\n"
-        "    return view\n"
-    )
-    return cast(Callable[..., _V], _compiled(source, name, {"new": object.__new__, "twin": _twin(cls), "cls": cls}))
 
-
-def _deferred_builder(cls: type[_V], deferred: tuple[str, ...]) -> Callable[..., _V]:
-    """``make(*fields, records)``: a :func:`_deferring` view of ``cls``, its fields but ``deferred`` given.
-
-    Built like :func:`_builder`'s views; the ``deferred`` fields are left
-    unset and ``records`` (what the class's ``_build_deferred`` builds them
-    from) is kept in the hidden ``_deferred`` slot until their first read.
+    With ``deferred`` (a :func:`_deferring` class), ``make(*other_fields,
+    records)`` leaves those fields unset and keeps ``records`` (what the
+    class's ``_build_deferred`` builds them from) in the hidden ``_deferred``
+    slot until their first read.
     """
     fields = tuple(field for field in _fields(cls) if field not in deferred)
     name = f"new_{cls.__name__}"
+    parameters = ", ".join((*fields, "records") if deferred else fields)
     source = (
-        f"def {name}({', '.join(fields)}, records):\n"
+        f"def {name}({parameters}):\n"
         "    view = new(twin)\n"
         + "".join(f"    view.{field} = {field}\n" for field in fields)
-        + f"    view._deferred = records  # {', '.join(deferred)}: built on first read\n"
-        "    view.__class__ = cls\n"
+        + (f"    view._deferred = records  # {', '.join(deferred)}: built on first read\n" if deferred else "")
+        + "    view.__class__ = cls\n"
         "    return view\n"
     )
     return cast(Callable[..., _V], _compiled(source, name, {"new": object.__new__, "twin": _twin(cls), "cls": cls}))
@@ -516,9 +503,9 @@ _new_diagnostic: Final = _builder(Diagnostic)
 _new_close_reason: Final = _builder(CloseReason)
 new_rejection: Final[Callable[[str, str | None, int | None, str | None], Rejection]] = _builder(Rejection)
 new_begin_result: Final[Callable[[int, BatchHandle, Snapshot | None], BeginResult]] = _builder(BeginResult)
-accepted_view: Final[Callable[[int, str, SettlementRecord], Accepted]] = _deferred_builder(Accepted, ("settlement",))
+accepted_view: Final[Callable[[int, str, SettlementRecord], Accepted]] = _builder(Accepted, ("settlement",))
 """``accepted_view(generation, call_id, record)``: an :class:`Accepted`; its settlement view is built on first read."""
-_new_snapshot: Final = _deferred_builder(Snapshot, ("calls", "diagnostics"))
+_new_snapshot: Final = _builder(Snapshot, ("calls", "diagnostics"))
 
 
 def snapshot_view(

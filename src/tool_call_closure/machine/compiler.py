@@ -353,32 +353,18 @@ class _Localizer(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-@functools.lru_cache(maxsize=4096)  # an inlined statement is asked about by each operation using it
-def _local_form(source: str) -> tuple[str, bool]:
-    """``source`` with the context's fields as locals, and whether it still hands ``ctx`` itself on."""
-    mode = "exec" if "\n" in source or _is_statement(source) else "eval"
-    tree = _Localizer().visit(ast.parse(source, mode=mode))
+def _hands_on(tree: ast.AST) -> bool:
+    """Whether ``tree`` uses the name ``ctx`` other than for one of its fields: it hands the object on."""
     bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    hands_on = any(isinstance(n, ast.Name) and n.id == "ctx" and id(n) not in bases for n in ast.walk(tree))
-    return ast.unparse(tree), hands_on
+    return any(isinstance(node, ast.Name) and node.id == "ctx" and id(node) not in bases for node in ast.walk(tree))
 
 
-def _as_locals(source: str) -> str:
-    """``source`` (an inlined statement or value) reading and writing the context's fields as locals."""
-    return _local_form(source)[0]
-
-
-def _is_statement(source: str) -> bool:
-    try:
-        ast.parse(source, mode="eval")
-    except SyntaxError:
-        return True
-    return False
-
-
-def _hands_on_ctx(source: str) -> bool:
-    """Whether ``source``, as locals, still uses the context object itself (hands ``ctx`` to a function)."""
-    return _local_form(source)[1]
+@functools.lru_cache(maxsize=4096)  # an inlined statement is asked about by each operation using it
+def _local_form(source: str, mode: str) -> tuple[str, bool]:
+    """``source`` (``mode`` "exec": statements, "eval": a value) with the context's fields as locals, and
+    whether it still hands ``ctx`` itself on."""
+    tree = _Localizer().visit(ast.parse(source, mode=mode))
+    return ast.unparse(tree), _hands_on(tree)
 
 
 @dataclass(frozen=True)
@@ -473,21 +459,21 @@ class _Code:
         for statement in found.statements:
             if self.fields is None:
                 out.block(statement)
-            elif _hands_on_ctx(statement):  # it needs the object: built from the locals, read back after
+            elif _local_form(statement, "exec")[1]:  # it needs the object: built from the locals, read back after
                 out.line(self.fields.spill())
                 out.block(statement)
                 out.line(self.fields.reload())
             else:
-                out.block(_as_locals(statement))
+                out.block(_local_form(statement, "exec")[0])
         if found.value is None:
             return ""
-        return found.value if self.fields is None else _as_locals(found.value)
+        return found.value if self.fields is None else _local_form(found.value, "eval")[0]
 
     def keeps_locals(self, kinds_and_names: Iterable[tuple[str, str]]) -> bool:
         """Whether an operation using these names can keep its fields as locals: all inlined, no value needing ctx."""
         for key in kinds_and_names:
             found = self.inlined.get(key)
-            if found is None or (found.value is not None and _hands_on_ctx(found.value)):
+            if found is None or (found.value is not None and _local_form(found.value, "eval")[1]):
                 return False
         return True
 
@@ -514,10 +500,9 @@ class _Code:
         fields: set[str] = set()
         for source in (*found.statements, *(() if found.value is None else (found.value,))):
             tree = ast.parse(source)
-            bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+            if _hands_on(tree):
+                return None  # ctx handed on: anything may be read or written
             for node in ast.walk(tree):
-                if isinstance(node, ast.Name) and node.id == "ctx" and id(node) not in bases:
-                    return None  # ctx handed on: anything may be read or written
                 is_field = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 if is_field and node.value.id == "ctx":  # type: ignore[attr-defined]
                     fields.add(node.attr)  # type: ignore[attr-defined]

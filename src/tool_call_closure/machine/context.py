@@ -201,7 +201,6 @@ class MachineView(Protocol):
 
     @property
     def call_events(self) -> Mapping[str, Mapping[str, str]]: ...  # effect -> {call status -> call event}
-    def call_event(self, effect: str, status: str) -> str: ...
     def apply_call_event(self, call: CallRecord, event: str, settlement: SettlementRecord) -> CallRecord: ...
 
 

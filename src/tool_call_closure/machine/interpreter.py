@@ -297,10 +297,6 @@ class Machine:
             return _NEXT
         return _NEXT
 
-    def call_event(self, effect: str, status: str) -> str:
-        """The call event effect ``effect`` applies to a call reaching ``status`` (from the effect's ``call_event``)."""
-        return self.call_events[effect][status]
-
     def apply_call_event(self, call: CallRecord, event: str, settlement: SettlementRecord) -> CallRecord:
         """The call machine: the record ``call`` (id, name, state, settlement) becomes after ``event``, or raise."""
         call_id, name, state, _ = call

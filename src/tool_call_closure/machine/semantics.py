@@ -513,7 +513,7 @@ def supersede(ctx: BeginContext) -> None:
     status = machine.effect_run_to["supersede"]
     texts = machine.texts
     reason: CloseReasonRecord = (status, texts["superseded_code"], closure._superseded_message, "unknown")
-    _close_calls(machine, closed, reason, machine.call_event("supersede", status))
+    _close_calls(machine, closed, reason, machine.call_events["supersede"][status])
     closed.close_reason = reason
     closed.state = status
     ctx.superseded = take_snapshot(closure, closed)  # before the generation number changes (SUP-3)
@@ -542,7 +542,7 @@ def synthesize_pending(ctx: CloseContext) -> None:
     machine = ctx.closure._machine
     reason = ctx.close_reason
     assert reason is not None
-    _close_calls(machine, draft_of(ctx), reason, machine.call_event("synthesize_pending", reason[STATUS]))
+    _close_calls(machine, draft_of(ctx), reason, machine.call_events["synthesize_pending"][reason[STATUS]])
 
 
 def record_close_reason(ctx: CloseContext) -> None:

@@ -98,7 +98,10 @@ def export_rows(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None)
             text: str = settlement[CONTENT]  # type: ignore[assignment]  # the stored text itself
         else:
             key = id(settlement)
-            text = texts.get(key) or texts.setdefault(key, record_text(settlement))
+            rendered = texts.get(key)
+            if rendered is None:
+                rendered = texts[key] = record_text(settlement)
+            text = rendered
         rows.append((call_id, name, state, text))
     result = tuple(rows)
     if memo is not None:
