@@ -7,6 +7,8 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import pytest
+
 from tool_call_closure.cli.bench import EXPORTS, NODE_WORKLOAD, QUICK, locate_node_original, memory_per_call, run_suite
 from tool_call_closure.cli.main import main
 
@@ -23,8 +25,14 @@ def test_the_quick_bench_writes_every_figure(tmp_path: Path) -> None:
             reference = entry[kind]["reference"]
             assert reference["min"] <= reference["median"] <= reference["max"]
             assert len(reference["samples"]) == QUICK.repeats
-            if locate_node_original() is not None:  # the original runs in the same run, and a ratio is given
+            baseline = entry[kind]["baseline"]
+            assert len(baseline["samples"]) == QUICK.repeats
+            if locate_node_original() is not None:  # the original runs in the same run, and the ratios are given
                 assert entry[kind]["ratio"] == reference["median"] / entry[kind]["original"]["median"]
+                assert entry[kind]["baseline_ratio"] == baseline["median"] / entry[kind]["original"]["median"]
+        for name, phases in entry["phases"].items():  # the profile of a round: every operation, for every subject
+            assert set(phases) == {"begin", "succeed", "close", *EXPORTS}, name
+            assert all(seconds > 0 for seconds in phases.values()), name
     assert results["settle_cost"]["ratio_1000_to_10"] > 0
     for costs in results["operations"].values():
         assert set(costs) == {"snapshot", "close", *EXPORTS}
@@ -34,6 +42,7 @@ def test_the_quick_bench_writes_every_figure(tmp_path: Path) -> None:
         assert conformance["steps"] > 1000
     printed = text.getvalue()
     assert "| N | lifecycle calls/s" in printed
+    assert "Where a lifecycle round's time goes" in printed
     assert "conformance runner:" in printed
     assert f"results: {out}" in printed
 
@@ -55,3 +64,38 @@ def test_memory_is_measured_per_call() -> None:
     # A call record and its index entry take tens of bytes at least; a retained result holds its text.
     assert memory["bytes_per_announced_call"] > 50
     assert memory["bytes_per_retained_result"] > 64
+
+
+def test_the_baseline_does_the_workloads_work() -> None:
+    """The baseline is only a fair measuring stick if it produces what the reference produces for the workload."""
+    from tool_call_closure import create_tool_call_closure
+    from tool_call_closure.cli.bench import CLOSE_REASON, _calls
+    from tool_call_closure.cli.bench_baseline import LeanClosure
+
+    exports = {}
+    for name, closure in (("reference", create_tool_call_closure()), ("baseline", LeanClosure())):
+        handle = closure.begin(_calls(25)).handle
+        accepted = [
+            closure.succeed(handle, f"call_{i}", {"i": i, "ok": True, "text": "x" * 64}) for i in range(1, 25, 3)
+        ]
+        refused = closure.succeed(handle, "call_1", "again")  # a duplicate: refused by both
+        assert all(result is not None and getattr(result, "accepted", True) for result in accepted)
+        assert refused is None or refused.accepted is False
+        snapshot = closure.close(handle, CLOSE_REASON)
+        exports[name] = [getattr(closure, method)(snapshot) for method in EXPORTS]  # type: ignore[operator]
+    assert exports["baseline"] == exports["reference"]
+
+
+def test_the_baseline_refuses_what_the_workload_never_sends() -> None:
+    from tool_call_closure.cli.bench_baseline import LeanClosure
+
+    closure = LeanClosure()
+    for calls in ([{"id": "", "name": "t"}], [{"id": "a", "name": "t"}, {"id": "a", "name": "u"}], [{"id": 1}]):
+        with pytest.raises(ValueError, match=r"non-blank string|duplicate call id"):
+            closure.begin(calls)
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    stale = handle
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    assert closure.succeed(stale, "a", "x") is None
+    assert closure.succeed(handle, "b", "x") is None
+    assert closure.succeed(handle, "a", "x") == (2, "a", "success")

@@ -88,10 +88,22 @@ def _closure(n: int) -> Any:
     return create_tool_call_closure(max_calls=max(n, 1000))
 
 
-def lifecycle_rate(n: int, rounds: int, warmup: int) -> float:
+def _baseline(_n: int) -> Any:
+    from tool_call_closure.cli.bench_baseline import LeanClosure
+
+    return LeanClosure()
+
+
+# The Python subjects of the workload: the reference, and the hand-written baseline (bench_baseline.py).
+SUBJECTS: Final[dict[str, Callable[[int], Any]]] = {"reference": _closure, "baseline": _baseline}
+PHASES: Final = ("begin", "succeed", "close", *EXPORTS)
+WHO: Final = ("reference", "original", "baseline")  # the order of the tables' columns
+
+
+def lifecycle_rate(n: int, rounds: int, warmup: int, subject: str = "reference") -> float:
     """Calls per second of the lifecycle workload (ids built in the loop, as the Node script does)."""
     calls = _calls(n)
-    c = _closure(n)
+    c = SUBJECTS[subject](n)
 
     def one_round() -> None:
         handle = c.begin(calls).handle
@@ -111,10 +123,45 @@ def lifecycle_rate(n: int, rounds: int, warmup: int) -> float:
     return rounds * n / (time.perf_counter() - started)
 
 
-def settle_loop_rate(n: int, seconds: float) -> float:
+def lifecycle_phases(n: int, rounds: int, warmup: int, subject: str = "reference") -> dict[str, float]:
+    """Seconds per lifecycle round spent in each operation: the profile of the lifecycle, by phase.
+
+    The same rounds as :func:`lifecycle_rate`, with the clock read between
+    the operations (``succeed`` is all of a round's settlements together), so
+    each figure includes one clock read; the Node workload's phases mode
+    reads its clock at the same points.
+    """
+    calls = _calls(n)
+    c = SUBJECTS[subject](n)
+    clock = time.perf_counter_ns
+    spent = dict.fromkeys(PHASES, 0)
+    chat, responses, anthropic = (getattr(c, method) for method in EXPORTS)
+    for round_number in range(warmup + rounds):
+        t0 = clock()
+        handle = c.begin(calls).handle
+        t1 = clock()
+        for i in range(n):
+            if i % 10:
+                c.succeed(handle, f"call_{i}", {"i": i, "ok": True, "text": "x" * 64})
+        t2 = clock()
+        s = c.close(handle, CLOSE_REASON)
+        t3 = clock()
+        chat(s)
+        t4 = clock()
+        responses(s)
+        t5 = clock()
+        anthropic(s)
+        t6 = clock()
+        if round_number >= warmup:
+            for phase, started, ended in zip(PHASES, (t0, t1, t2, t3, t4, t5), (t1, t2, t3, t4, t5, t6), strict=True):
+                spent[phase] += ended - started
+    return {phase: total / rounds / 1e9 for phase, total in spent.items()}
+
+
+def settle_loop_rate(n: int, seconds: float, subject: str = "reference") -> float:
     """Calls per second of the settle loop: begin the same N calls, succeed each once with "ok"."""
     calls = _calls(n)
-    c = _closure(n)
+    c = SUBJECTS[subject](n)
     settles = 0
     clock = time.perf_counter
     started = clock()
@@ -246,13 +293,16 @@ def locate_node_original() -> tuple[str, Path] | None:
     return node, original
 
 
-def node_rates(node: str, original: Path, n: int, rounds: int, warmup: int, seconds: float) -> dict[str, float]:
-    """One run of the Node workload: ``{calls_per_s, settle_loop_calls_per_s, …}``."""
+def node_rates(
+    node: str, original: Path, n: int, rounds: int, warmup: int, seconds: float, phase_rounds: int = 0
+) -> dict[str, Any]:
+    """One run of the Node workload: ``{calls_per_s, settle_loop_calls_per_s, …}``, and ``phases`` when asked."""
     command = [node, str(NODE_WORKLOAD), str(original), str(n), str(rounds), str(warmup), str(seconds)]
+    command.append(str(phase_rounds))
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the Node workload failed ({done.returncode}): {done.stderr.strip()}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -285,24 +335,36 @@ def run_suite(
         },
         "workload": {},
     }
+    who = ("reference", "baseline", "original") if original is not None else ("reference", "baseline")
     for n in sizes:
         rounds = max(3, budget.lifecycle_calls // n)
-        ours: dict[str, list[float]] = {"lifecycle": [], "settle_loop": []}
-        theirs: dict[str, list[float]] = {"lifecycle": [], "settle_loop": []}
-        for repeat in range(budget.repeats):  # alternate: reference, original, reference, original …
-            ours["lifecycle"].append(lifecycle_rate(n, rounds, budget.warmup_rounds))
-            ours["settle_loop"].append(settle_loop_rate(n, budget.settle_seconds))
+        rates: dict[str, dict[str, list[float]]] = {
+            kind: {name: [] for name in who} for kind in ("lifecycle", "settle_loop")
+        }
+        phases: dict[str, list[dict[str, float]]] = {name: [] for name in who}
+        for repeat in range(budget.repeats):  # alternate: reference, baseline, original, reference …
+            for name in ("reference", "baseline"):
+                rates["lifecycle"][name].append(lifecycle_rate(n, rounds, budget.warmup_rounds, name))
+                rates["settle_loop"][name].append(settle_loop_rate(n, budget.settle_seconds, name))
+                phases[name].append(lifecycle_phases(n, rounds, budget.warmup_rounds, name))
             if original is not None:
-                figures = node_rates(*original, n, rounds, budget.warmup_rounds, budget.settle_seconds)
-                theirs["lifecycle"].append(figures["calls_per_s"])
-                theirs["settle_loop"].append(figures["settle_loop_calls_per_s"])
+                figures = node_rates(*original, n, rounds, budget.warmup_rounds, budget.settle_seconds, rounds)
+                rates["lifecycle"]["original"].append(figures["calls_per_s"])
+                rates["settle_loop"]["original"].append(figures["settle_loop_calls_per_s"])
+                phases["original"].append(figures["phases"])
             log(f"  N={n} repetition {repeat + 1}/{budget.repeats}")
         entry: dict[str, Any] = {"rounds": rounds}
-        for kind in ("lifecycle", "settle_loop"):
-            entry[kind] = {"reference": _summary(ours[kind])}
-            if theirs[kind]:
-                entry[kind]["original"] = _summary(theirs[kind])
-                entry[kind]["ratio"] = statistics.median(ours[kind]) / statistics.median(theirs[kind])
+        for kind, samples in rates.items():
+            entry[kind] = {name: _summary(samples[name]) for name in who}
+            medians = {name: statistics.median(samples[name]) for name in who}
+            if original is not None:
+                entry[kind]["ratio"] = medians["reference"] / medians["original"]
+                entry[kind]["baseline_ratio"] = medians["baseline"] / medians["original"]
+        # seconds per round in each operation, median over the repetitions
+        entry["phases"] = {
+            name: {phase: statistics.median(run[phase] for run in runs) for phase in PHASES}
+            for name, runs in phases.items()
+        }
         results["workload"][str(n)] = entry
     log("  settle cost, operation costs, memory, conformance …")
     small = [settle_cost(10, budget.op_seconds * 2) for _ in range(budget.repeats)]
@@ -339,17 +401,29 @@ def _spread(summary: dict[str, Any]) -> str:
 
 def render_text(results: dict[str, Any]) -> str:
     """The measured tables as Markdown (what the README's performance section shows)."""
-    lines = [
-        "| N | lifecycle calls/s: reference | original | ratio | settle loop calls/s: reference | original | ratio |",
-        "|---|---|---|---|---|---|---|",
+    lines: list[str] = []
+    for kind, title in (("lifecycle", "lifecycle"), ("settle_loop", "settle loop")):
+        lines += [
+            f"| N | {title} calls/s: reference | original | baseline | reference / original | baseline / original |",
+            "|---|---|---|---|---|---|",
+        ]
+        for n, entry in results["workload"].items():
+            figures = entry[kind]
+            cells = [n] + [_spread(figures[name]) if name in figures else "–" for name in WHO]
+            cells += [f"{figures[key]:.2f}" if key in figures else "–" for key in ("ratio", "baseline_ratio")]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += [
+        "Where a lifecycle round's time goes, by operation (µs per round, median; reference / original / baseline):",
+        "",
+        "| N | " + " | ".join(PHASES) + " | round |",
+        "|---|" + "---|" * (len(PHASES) + 1),
     ]
     for n, entry in results["workload"].items():
-        cells = [n]
-        for kind in ("lifecycle", "settle_loop"):
-            figures = entry[kind]
-            cells.append(_spread(figures["reference"]))
-            cells.append(_spread(figures["original"]) if "original" in figures else "–")
-            cells.append(f"{figures['ratio']:.2f}" if "ratio" in figures else "–")
+        phases = entry["phases"]
+        names = [name for name in WHO if name in phases]
+        cells = [n] + [" / ".join(f"{phases[name][phase] * 1e6:.1f}" for name in names) for phase in PHASES]
+        cells.append(" / ".join(f"{sum(phases[name].values()) * 1e6:.1f}" for name in names))
         lines.append("| " + " | ".join(cells) + " |")
     cost = results["settle_cost"]
     lines += [
@@ -377,7 +451,7 @@ def render_text(results: dict[str, Any]) -> str:
 
 
 def write_plot(results: dict[str, Any], path: Path) -> bool:
-    """Calls/s against N, reference vs original, both workloads; False when matplotlib is missing."""
+    """Calls/s against N, reference vs original vs baseline, both workloads; False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -388,13 +462,17 @@ def write_plot(results: dict[str, Any], path: Path) -> bool:
     sizes = [int(n) for n in results["workload"]]
     figure, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
     for axis, kind, title in ((axes[0], "lifecycle", "lifecycle"), (axes[1], "settle_loop", "settle loop")):
-        for who, style in (("reference", "o-"), ("original", "s--")):
+        for who, style in (("reference", "o-"), ("original", "s--"), ("baseline", "^:")):
             entries = [results["workload"][str(n)][kind].get(who) for n in sizes]
             if all(entry is not None for entry in entries):
                 medians = [entry["median"] for entry in entries]
                 low = [m - entry["min"] for m, entry in zip(medians, entries, strict=True)]
                 high = [entry["max"] - m for m, entry in zip(medians, entries, strict=True)]
-                label = "Python reference" if who == "reference" else "original on Node"
+                label = {
+                    "reference": "Python reference",
+                    "original": "original on Node",
+                    "baseline": "hand-written baseline",
+                }[who]
                 axis.errorbar(sizes, medians, yerr=[low, high], fmt=style, capsize=3, label=label)
         axis.set_xscale("log")
         axis.set_xlabel("N (calls per batch)")
