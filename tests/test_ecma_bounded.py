@@ -606,8 +606,35 @@ def test_NORM_8_plain_json_text_is_the_walks_text_within_its_byte_budget(value: 
     assert ecma.plain_json_text(value, sys.maxsize) == text
     assert ecma.plain_json_text(value, size) in (text, None)
     assert ecma.plain_json_text(value, size - 1) is None
-    if type(value) is dict and all(type(member) not in (dict, list, tuple, float) for member in value.values()):
-        assert ecma.plain_json_text(value, size) == text  # a flat object (one pass, exact bound): decided
+    if _written_in_one_pass(value, ecma._OBJECT_TEXT_DEPTH):
+        assert ecma.plain_json_text(value, size) == text  # an object of scalars and such objects: decided
+
+
+def _written_in_one_pass(value: Any, depth: int) -> bool:
+    """Is ``value`` what ``ecma._object_text`` writes: a dict of scalars (not floats) and, ``depth`` deep, such dicts?"""
+    return type(value) is dict and all(
+        type(member) not in (dict, list, tuple, float)
+        or (type(member) is dict and depth > 0 and _written_in_one_pass(member, depth - 1))
+        for member in value.values()
+    )
+
+
+def test_NORM_8_objects_of_objects_are_written_in_one_pass_down_to_a_depth() -> None:
+    """A synthetic error's ``{"error": {…}}`` is decided in one pass; deeper nesting, or a cycle, goes on to the plain path."""
+    error = {"error": {"code": "timeout", "message": "dead\u2028line", "side_effect_state": "unknown"}}
+    assert ecma._object_text(error, sys.maxsize) == json_stringify(error)
+    deep: Any = {"leaf": 1}
+    for level in range(ecma._OBJECT_TEXT_DEPTH + 1):
+        deep = {f"level{level}": deep}
+    assert ecma._object_text(deep, sys.maxsize) is None  # one level too deep for the one pass …
+    assert ecma.plain_json_text(deep, sys.maxsize) == _general(deep)  # … and still plain data
+    circular: dict[str, Any] = {}
+    circular["self"] = circular
+    assert ecma._object_text(circular, sys.maxsize) is None
+    assert ecma.plain_json_text(circular, sys.maxsize) is None
+    size = len(json_stringify(error).encode("utf-8"))
+    assert ecma._object_text(error, size) is not None
+    assert ecma.plain_json_text(error, size - 1) is None  # the nested object is given what is left of the budget
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -844,16 +844,21 @@ def _is_plain_json(value: object, budget: int) -> bool:
         container, depth = pending.pop()
 
 
-def _flat_object_text(value: dict[Any, Any], budget: int) -> str | None:
-    """The text of an exact dict of plain keys and str, bool, None or safe-int members; else ``None``.
+_OBJECT_TEXT_DEPTH: Final = 3  # objects nested in the one written in one pass, at most
 
-    The common content (one flat object) written here, members and all, in
-    one pass: the C encoder's per-call and per-member cost is higher than
-    this loop's.  The same pieces as the C encoder (``_encode_str`` for every
-    string, the same literals); any other member — a container, a float,
-    anything not plain — answers ``None`` and the general plain path decides.
-    Bounded by ``budget``: a lower bound of the text's length is counted
-    before each string is encoded.
+
+def _object_text(value: dict[Any, Any], budget: int, depth: int = _OBJECT_TEXT_DEPTH) -> str | None:
+    """The text of an exact dict of plain keys and str, bool, None, safe-int or such dict members; else ``None``.
+
+    The common content (a flat object, or objects of objects: a synthetic
+    error is ``{"error": {…}}``) written here, members and all, in one pass:
+    the C encoder's per-call and per-member cost is higher than this loop's.
+    The same pieces as the C encoder (``_encode_str`` for every string, the
+    same literals); any other member — a list, a float, anything not plain,
+    or a dict nested deeper than ``depth`` (so a circular dict ends here too)
+    — answers ``None`` and the general plain path decides.  Bounded by
+    ``budget``: a lower bound of the text's length is counted before each
+    member is written, and a nested dict is given what is left of it.
     """
     size = 1 + 4 * len(value)  # braces; per member quotes, colon and a value of one char at least
     if size > budget:
@@ -874,6 +879,13 @@ def _flat_object_text(value: dict[Any, Any], budget: int) -> str | None:
             parts.append(f"{_encode_str(key)}:null")
         elif cls is int and -_PLAIN_INT_BOUND < member < _PLAIN_INT_BOUND:
             parts.append(f"{_encode_str(key)}:{int.__repr__(member)}")
+        elif cls is dict and depth > 0:
+            size += len(key)
+            inner = _object_text(member, budget - size + 1, depth - 1)  # its one char, counted above, is in it
+            if inner is None:
+                return None
+            size += len(inner) - 1
+            parts.append(f"{_encode_str(key)}:{inner}")
         else:
             return None
     return "{" + ",".join(parts) + "}"
@@ -923,7 +935,7 @@ def plain_json_text(value: object, max_bytes: int) -> str | None:
     ``max_bytes`` (UTF-8 bytes).  ``None`` says only "not decided here":
     :func:`json_stringify` takes the general walk.
     """
-    text = _flat_object_text(value, max_bytes) if type(value) is dict else None
+    text = _object_text(value, max_bytes) if type(value) is dict else None
     if text is None:
         if _encode_plain is None or not _is_plain_json(value, max_bytes):
             return None
