@@ -341,6 +341,37 @@ def _plain_comprehension_guard(ctx: Context) -> bool:
     return bool([item + 1 for item in (1, 2)])
 
 
+def test_only_the_draft_mechanism_becomes_the_local_draft() -> None:
+    """The locals form writes ``draft_of(ctx)`` as the local ``draft`` only when it is the context module's mechanism.
+
+    A function of another module that is merely called ``draft_of`` is read
+    from its module and called, in both forms, like any other global.
+    """
+    from tool_call_closure.machine import semantics
+    from tool_call_closure.machine.compiler import _local_form, inline, module_alias
+
+    mechanism = inline("effect", "record_close_reason", semantics.record_close_reason)
+    assert mechanism is not None
+    assert mechanism.statements == ("draft_of(ctx).close_reason = ctx.close_reason",)
+    assert "draft_from(closure)" in _local_form(mechanism.statements[0], "exec")[0]
+    namesake = inline("effect", "x", _effect_calling_a_namesake)
+    assert namesake is not None
+    alias = module_alias(__name__)
+    assert namesake.statements == (f"{alias}.draft_of(ctx).state = 'closed'",)
+    local, hands_on = _local_form(namesake.statements[0], "exec")
+    assert local == namesake.statements[0]  # not the draft: the namesake gets the context object …
+    assert hands_on  # … which the locals form builds from the locals for it (spill), as for any function
+
+
+def draft_of(ctx: Any) -> Any:
+    """Not the draft mechanism: a function of this module that happens to share its name."""
+    return ctx
+
+
+def _effect_calling_a_namesake(ctx: Context) -> None:
+    draft_of(ctx).state = "closed"
+
+
 # --------------------------------------------------------------------------- one acquisition when no caller code runs
 
 

@@ -175,6 +175,7 @@ _NOT_INLINED: Final = (
     ast.Import,
     ast.ImportFrom,
 )
+_DRAFT_MECHANISM: Final = ("tool_call_closure.machine.context", "draft_of")  # __module__, __qualname__
 _VALUE_KINDS: Final = frozenset({"guard", "result", "observed", "target", "no_caller_code"})
 _HELPERS: Final = frozenset(
     {
@@ -309,6 +310,8 @@ class _Renamer(ast.NodeTransformer):
             return ast.copy_location(ast.Name("ctx", node.ctx), node)
         if node.id in self.locals:
             return ast.copy_location(ast.Name(f"{self.prefix}__{node.id}", node.ctx), node)
+        if node.id == "draft_of" and _is_draft_mechanism(self.globals.get(node.id)):
+            return node  # the generated code's own draft_of: the locals form writes it as the local draft
         if node.id in self.globals:
             module = ast.Name(self.alias, ast.Load())
             return ast.copy_location(ast.Attribute(module, node.id, node.ctx), node)
@@ -329,12 +332,24 @@ class _Renamer(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _is_draft_mechanism(value: object) -> bool:
+    """Whether ``value`` is the draft mechanism (``draft_of`` of the context module), whatever name binds it.
+
+    Only a body whose module binds the mechanism itself as ``draft_of`` keeps
+    the bare name (see ``_Renamer.visit_Name``), and only the bare name is
+    the local ``draft`` in the locals form: a function of another module that
+    happens to be called ``draft_of`` is read from its module and called.
+    """
+    return (getattr(value, "__module__", None), getattr(value, "__qualname__", None)) == _DRAFT_MECHANISM
+
+
 class _Localizer(ast.NodeTransformer):
     """``ctx.field`` -> ``field``: an operation's context fields as its local variables.
 
     The draft mechanism too: ``draft_of(ctx)`` (the run a commit builds aside,
-    made on first use) becomes the local ``draft``, made on first use by
-    ``draft_from(closure)``.
+    made on first use; the bare name is only left for the mechanism itself,
+    see :func:`_is_draft_mechanism`) becomes the local ``draft``, made on first
+    use by ``draft_from(closure)``.
     """
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -343,10 +358,9 @@ class _Localizer(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        function = node.func
-        name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
+        mechanism = isinstance(node.func, ast.Name) and node.func.id == "draft_of"
         only_ctx = len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "ctx"
-        if name == "draft_of" and only_ctx and not node.keywords:
+        if mechanism and only_ctx and not node.keywords:
             made = ast.NamedExpr(ast.Name("draft", ast.Store()), ast.parse("draft_from(closure)", mode="eval").body)
             test = ast.Compare(ast.Name("draft", ast.Load()), [ast.IsNot()], [ast.Constant(None)])
             return ast.copy_location(ast.IfExp(test, ast.Name("draft", ast.Load()), made), node)
