@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tool_call_closure import LimitError, Snapshot, ToolCallClosure, UsageError
+from tool_call_closure import LimitError, Snapshot, ToolCallClosure, UsageError, to_json
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.providers.result_text import result_text
 from tool_call_closure.runners import AbortSignal, BatchRun, LateResult, run_tool_calls
@@ -506,6 +506,155 @@ def test_a_task_ignoring_cancellation_past_the_grace_is_reported_still_running_a
     assert report.snapshot is not None
     assert outcome(report.snapshot, "c1") == ("error", "deadline_exceeded", "unknown")
     assert [(x.call_id, x.value, x.rejection.reason) for x in late] == [("c1", "after everything", "run_closed")]
+
+
+class OnLateError(RuntimeError):
+    """What the tests' ``on_late`` raises."""
+
+
+def _stubborn_and_sibling(
+    on_late: Callable[[LateResult], None], closure: ToolCallClosure | None = None
+) -> tuple[ToolCallClosure, BatchRun, list[Any]]:
+    """c1 times out, then returns anyway while c2 has yet to run: its late result reaches ``on_late`` mid-run.
+
+    Returns the closure, the report and every context the loop's exception handler received.
+    """
+
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(NEVER)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.01)  # ignores the cancellation and finishes anyway
+        return "LATE-RESULT"
+
+    async def sibling() -> str:
+        return "sibling result"
+
+    target = ToolCallClosure() if closure is None else closure
+
+    async def main() -> tuple[ToolCallClosure, BatchRun, list[Any]]:
+        contexts: list[Any] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: contexts.append(context))
+        calls = [call("c1", "stubborn"), call("c2", "sibling")]
+        tools = {"stubborn": stubborn, "sibling": sibling}
+        report = await run(target, calls, tools, call_timeout=0.02, max_concurrency=1, on_late=on_late)
+        return target, report, contexts
+
+    return asyncio.run(main())
+
+
+def test_an_on_late_that_raises_mid_run_goes_to_the_loop_exception_handler_and_changes_no_outcome() -> None:
+    """The exception is reported once, through ``loop.call_exception_handler``; the run and its state are as without it."""
+    seen: list[LateResult] = []
+    raised: list[OnLateError] = []
+
+    def broken_on_late(late: LateResult) -> None:
+        seen.append(late)
+        raised.append(OnLateError("on_late broke"))
+        raise raised[-1]
+
+    closure, report, contexts = _stubborn_and_sibling(broken_on_late)
+    _, reference, reference_contexts = _stubborn_and_sibling(lambda late: None)
+
+    assert reference_contexts == []
+    assert report.ending == reference.ending == "completed"
+    assert report.snapshot is not None
+    assert reference.snapshot is not None
+    assert to_json(report.snapshot) == to_json(reference.snapshot)  # the same closed state, byte for byte
+    assert error_of(report.snapshot, "c1")["code"] == "tool_timeout"
+    assert outcome(report.snapshot, "c2") == ("success", None, None)
+    assert [d.reason for d in report.snapshot.diagnostics] == ["duplicate_settlement"]
+    assert report.late == tuple(seen)
+    assert [(x.call_id, x.kind, x.value, x.rejection.reason) for x in seen] == [
+        ("c1", "result", "LATE-RESULT", "duplicate_settlement")
+    ]
+    assert report.still_running == ()
+    for export in (closure.to_openai_chat_completions, closure.to_openai_responses, closure.to_anthropic_tool_results):
+        payload = json.dumps(export(report.snapshot))
+        assert "LATE-RESULT" not in payload
+        assert payload.count('"c1"') == 1
+    [context] = contexts
+    assert set(context) == {"message", "exception", "task"}
+    assert context["message"] == "on_late raised on the late result of tool call 'c1' ('stubborn')"
+    assert context["exception"] is raised[0]
+    assert isinstance(context["task"], asyncio.Task)
+    assert context["task"].done()
+    assert not context["task"].cancelled()
+    assert context["task"].exception() is None  # the tool task itself finished normally
+
+
+def test_a_system_exit_from_on_late_propagates_out_of_the_loop_as_from_an_asyncio_callback() -> None:
+    """Raised, not reported, as asyncio raises it from a callback; ``asyncio.run`` then cancels the run, which closes."""
+    closure = ToolCallClosure()
+
+    def exits(late: LateResult) -> None:
+        raise SystemExit(3)
+
+    with pytest.raises(SystemExit) as caught:
+        _stubborn_and_sibling(exits, closure)
+    assert caught.value.code == 3
+    snapshot = closure.snapshot()
+    assert snapshot is not None
+    assert snapshot.closed
+    assert error_of(snapshot, "c1")["code"] == "tool_timeout"
+    assert outcome(snapshot, "c2") == ("cancelled", "run_cancelled", "not_started")
+    assert [d.reason for d in snapshot.diagnostics] == ["duplicate_settlement"]
+
+
+def test_an_on_late_raising_after_the_run_returned_goes_to_the_loop_exception_handler_per_late_result() -> None:
+    """Two tasks that outlive the run: each late result reaches ``on_late``, each exception the handler, once."""
+    seen: list[LateResult] = []
+
+    def broken_on_late(late: LateResult) -> None:
+        seen.append(late)
+        raise OnLateError(f"on_late broke on {late.call_id}")
+
+    async def main() -> tuple[BatchRun, list[Any]]:
+        contexts: list[Any] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: contexts.append(context))
+        release = asyncio.Event()
+
+        async def deaf(tag: str) -> str:
+            while True:
+                try:
+                    await release.wait()
+                    return f"after everything {tag}"
+                except asyncio.CancelledError:
+                    continue
+
+        report = await run(
+            ToolCallClosure(),
+            [call("c1", "deaf", tag="a"), call("c2", "deaf", tag="b")],
+            {"deaf": deaf},
+            deadline=0.02,
+            cancel_grace=0.02,
+            on_late=broken_on_late,
+        )
+        assert report.still_running == ("c1", "c2")
+        assert report.late == ()
+        assert contexts == []
+        release.set()
+        for _ in range(100):
+            if len(contexts) == 2 and all(c["task"].done() for c in contexts):
+                break
+            await asyncio.sleep(0.01)
+        return report, contexts
+
+    report, contexts = asyncio.run(main())
+    assert report.ending == "deadline_exceeded"
+    assert report.snapshot is not None
+    for call_id in ("c1", "c2"):
+        assert outcome(report.snapshot, call_id) == ("error", "deadline_exceeded", "unknown")
+    assert sorted((x.call_id, x.value, x.rejection.reason) for x in seen) == [
+        ("c1", "after everything a", "run_closed"),
+        ("c2", "after everything b", "run_closed"),
+    ]
+    assert sorted((c["message"], str(c["exception"])) for c in contexts) == [
+        ("on_late raised on the late result of tool call 'c1' ('deaf')", "on_late broke on c1"),
+        ("on_late raised on the late result of tool call 'c2' ('deaf')", "on_late broke on c2"),
+    ]
+    assert all(type(c["exception"]) is OnLateError for c in contexts)
+    assert all(c["task"].done() and not c["task"].cancelled() and c["task"].exception() is None for c in contexts)
 
 
 @pytest.mark.parametrize(

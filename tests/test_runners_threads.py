@@ -106,6 +106,119 @@ def test_a_thread_past_its_timeout_is_settled_tool_timeout_and_its_real_result_i
     assert "REAL-BUT-LATE" not in json.dumps(closure.to_openai_responses(report.snapshot))
 
 
+class OnLateError(RuntimeError):
+    """What the tests' ``on_late`` raises."""
+
+
+def test_an_on_late_that_raises_mid_run_goes_to_threading_excepthook_with_its_worker_and_changes_no_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One worker: c1 times out, returns once its timeout is recorded, and c2 runs only after c1's ``on_late``."""
+    hooked: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
+    closure = ToolCallClosure()
+    seen: list[tuple[LateResult, str]] = []
+    raised: list[OnLateError] = []
+
+    def slow() -> str:
+        for _ in range(int(NEVER / 0.005)):  # returns only once the supervisor has timed the call out
+            snapshot = closure.snapshot()
+            if snapshot is not None and snapshot.calls[0].state != "pending":
+                break
+            threading.Event().wait(0.005)
+        return "REAL-BUT-LATE"
+
+    def quick() -> str:
+        return "quick result"
+
+    def broken_on_late(late: LateResult) -> None:
+        seen.append((late, threading.current_thread().name))
+        raised.append(OnLateError("on_late broke"))
+        raise raised[-1]
+
+    report = run_tool_calls_in_threads(
+        closure,
+        [call("c1", "slow"), call("c2", "quick")],
+        {"slow": slow, "quick": quick},
+        call_timeout=0.2,
+        max_concurrency=1,
+        on_late=broken_on_late,
+    )
+    assert report.ending == "completed"
+    assert report.started == ("c1", "c2")
+    assert report.still_running == ()
+    assert report.snapshot is not None
+    assert error_of(report.snapshot, "c1") == {
+        "code": "tool_timeout",
+        "message": "Tool 'slow' timed out after 0.2 seconds.",
+    }
+    assert outcome(report.snapshot, "c2") == ("success", None, None)
+    assert [d.reason for d in report.snapshot.diagnostics] == ["duplicate_settlement"]
+    [(late, worker)] = seen
+    assert report.late == (late,)
+    assert (late.call_id, late.value, late.rejection.reason) == ("c1", "REAL-BUT-LATE", "duplicate_settlement")
+    assert "REAL-BUT-LATE" not in json.dumps(closure.to_openai_chat_completions(report.snapshot))
+    [args] = hooked
+    assert args.exc_type is OnLateError
+    assert args.exc_value is raised[0]
+    assert args.exc_traceback is raised[0].__traceback__
+    assert args.thread is not None
+    assert args.thread.name == worker
+    assert worker.startswith("tool-call")  # the worker thread that delivered it, not the caller's
+
+
+def test_an_on_late_that_raises_after_the_run_returned_goes_to_threading_excepthook_for_each_late_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hooked: list[threading.ExceptHookArgs] = []
+    both = threading.Semaphore(0)
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        hooked.append(args)
+        both.release()
+
+    monkeypatch.setattr(threading, "excepthook", hook)
+    release = threading.Event()
+    seen: list[LateResult] = []
+
+    def blocked(tag: str) -> str:
+        release.wait(NEVER)
+        return f"late {tag}"
+
+    def broken_on_late(late: LateResult) -> None:
+        seen.append(late)
+        raise OnLateError(f"on_late broke on {late.call_id}")
+
+    closure = ToolCallClosure()
+    report = run_tool_calls_in_threads(
+        closure,
+        [call("c1", "blocked", tag="a"), call("c2", "blocked", tag="b")],
+        {"blocked": blocked},
+        call_timeout=0.05,
+        on_late=broken_on_late,
+    )
+    assert report.ending == "completed"
+    assert report.still_running == ("c1", "c2")
+    assert report.late == ()
+    assert hooked == []
+    release.set()
+    assert both.acquire(timeout=NEVER)
+    assert both.acquire(timeout=NEVER)
+    assert report.snapshot is not None
+    assert [outcome(report.snapshot, i)[:2] for i in ("c1", "c2")] == [("error", "tool_timeout")] * 2
+    assert sorted((x.call_id, x.value, x.rejection.reason) for x in seen) == [
+        ("c1", "late a", "run_closed"),
+        ("c2", "late b", "run_closed"),
+    ]
+    assert sorted(str(args.exc_value) for args in hooked) == ["on_late broke on c1", "on_late broke on c2"]
+    assert all(args.exc_type is OnLateError for args in hooked)
+    assert all(args.thread is not None and args.thread.name.startswith("tool-call") for args in hooked)
+    after = closure.snapshot()
+    assert after is not None
+    assert after.calls == report.snapshot.calls  # the outcomes stay; the closure kept the two fences as diagnostics
+    assert sorted((d.call_id, d.reason) for d in after.diagnostics) == [("c1", "run_closed"), ("c2", "run_closed")]
+
+
 def test_the_deadline_closes_running_threads_as_unknown_and_queued_calls_as_never_started() -> None:
     release = threading.Event()
     entered: list[str] = []

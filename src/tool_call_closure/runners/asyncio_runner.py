@@ -28,6 +28,16 @@ fenced and reported late; a task that ignores its cancellation past the grace
 is left to finish on its own (``still_running``), and what it delivers later
 goes to ``on_late``.
 
+``on_late``.  Every late result — in the grace or after the run returned —
+is passed to ``on_late``, in the tool task that delivered it, on the loop.
+An exception ``on_late`` raises is reported as asyncio reports an exception
+in a callback: ``loop.call_exception_handler`` with a ``message`` naming the
+call, the ``exception`` and the tool ``task``.  It changes nothing else: the
+call keeps its outcome, the run returns its report as it would have, the
+task finishes normally, and later late results still reach ``on_late``.
+``SystemExit`` and ``KeyboardInterrupt`` propagate, as from any asyncio
+callback.
+
 Cancellation.  The runner never cancels the task that awaits it.  When *that*
 task is cancelled — ``task.cancel()``, an enclosing ``asyncio.timeout`` or a
 failing sibling in an ``asyncio.TaskGroup`` — the batch is closed with
@@ -56,6 +66,7 @@ from tool_call_closure.runners.outcomes import (
     Ending,
     LateResult,
     deadline_message,
+    on_late_error_message,
     timeout_message,
 )
 
@@ -86,7 +97,11 @@ async def run_tool_calls(
     ``deadline`` bounds the whole batch (seconds from now); ``max_concurrency``
     bounds how many tools run at once; ``abort`` closes the batch on request;
     ``cancel_grace`` is how long cancelled tools may take to finish;
-    ``on_late`` receives results fenced after the run returned.
+    ``on_late`` is called with every late result (fenced after its call's
+    outcome, during the run or after it returned), in the tool's task; an
+    exception it raises goes to ``loop.call_exception_handler`` and changes
+    no outcome and not the report (``SystemExit`` and ``KeyboardInterrupt``
+    propagate).
     """
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace)
     check_tools(tools)
@@ -96,7 +111,16 @@ async def run_tool_calls(
     def notify() -> None:  # settlements and fences may come from any thread (a tool may use one)
         loop.call_soon_threadsafe(wake.set)
 
-    batch = RunningBatch(closure, calls, notify=notify, on_late=on_late)
+    def report_late_error(error: BaseException, late: LateResult) -> None:  # on the loop: called in a tool task
+        if isinstance(error, SystemExit | KeyboardInterrupt):
+            raise error
+        context: dict[str, object] = {"message": on_late_error_message(late), "exception": error}
+        task = asyncio.current_task(loop)
+        if task is not None:
+            context["task"] = task
+        loop.call_exception_handler(context)
+
+    batch = RunningBatch(closure, calls, notify=notify, on_late=on_late, report_late_error=report_late_error)
     limiter = None if options.max_concurrency is None else asyncio.Semaphore(options.max_concurrency)
     tasks = {
         loop.create_task(_run_call(batch, index, invoke, options.call_timeout, limiter)): index

@@ -49,6 +49,21 @@ which fences it (``duplicate_settlement``, ``run_closed`` or
 a :class:`.outcomes.LateResult` and it never reaches an export.  A fence that
 the runner did not cause — the generation was superseded by a later ``begin``,
 or closed by someone else — stops the run.
+
+``on_late``.  Every late result is also passed to the caller's ``on_late``,
+in the worker that delivered it (a tool task, a pool thread), after the
+closure fenced it and the batch recorded it, with no lock held.  So an
+exception from ``on_late`` cannot change any outcome: the call already has
+its one outcome and the result is already fenced.  It is not the tool's
+outcome either, and it has no caller to reach — the run may have returned
+long ago — so the batch catches it and hands it to the runner's reporter,
+which reports it the way its concurrency model reports an exception that has
+nowhere to go: the asyncio runner through ``loop.call_exception_handler``
+(as asyncio does for a callback; ``SystemExit`` and ``KeyboardInterrupt``
+propagate, as there), the thread runner through ``threading.excepthook`` (as
+threading does for an exception that ends a thread).  The worker then
+carries on as if ``on_late`` had returned, and later late results still
+reach ``on_late``.
 """
 
 from __future__ import annotations
@@ -93,6 +108,7 @@ class RunningBatch:
         "_lock",
         "_notify",
         "_on_late",
+        "_report_late_error",
         "_returned",
         "_settled",
         "_started",
@@ -110,6 +126,7 @@ class RunningBatch:
         *,
         notify: Callable[[], None],
         on_late: Callable[[LateResult], None] | None,
+        report_late_error: Callable[[BaseException, LateResult], None],
     ) -> None:
         if not isinstance(closure, ToolCallClosure):
             raise UsageError(f"closure must be a ToolCallClosure, got {type(closure).__name__}")
@@ -125,6 +142,7 @@ class RunningBatch:
         self._lock = threading.Lock()
         self._notify = notify
         self._on_late = on_late
+        self._report_late_error = report_late_error
         self._started: set[int] = set()
         self._started_at: dict[int, float] = {}
         self._settled: set[int] = set()
@@ -201,7 +219,10 @@ class RunningBatch:
         if lost is not None:
             self._notify()
         if self._on_late is not None:
-            self._on_late(late)
+            try:
+                self._on_late(late)
+            except BaseException as exc:  # noqa: BLE001  # not the call's outcome, and no caller to reach: reported
+                self._report_late_error(exc, late)
 
     def all_settled(self) -> bool:
         with self._lock:

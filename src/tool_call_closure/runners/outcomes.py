@@ -57,6 +57,7 @@ __all__ = [
     "deadline_message",
     "exception_text",
     "never_started_message",
+    "on_late_error_message",
     "timeout_message",
     "unknown_tool_message",
 ]
@@ -105,6 +106,11 @@ def arguments_not_object_message(name: str) -> str:
 
 def never_started_message(message: str) -> str:
     return f"{message} {NEVER_STARTED}"
+
+
+def on_late_error_message(late: LateResult) -> str:
+    """What a runner reports with an exception raised by ``on_late`` (never the late value itself)."""
+    return f"on_late raised on the late {late.kind} of tool call {late.call_id!r} ({late.name!r})"
 
 
 def exception_text(error: BaseException) -> str:

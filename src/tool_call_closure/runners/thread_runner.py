@@ -32,6 +32,16 @@ once without calling their tool.  With no ``executor`` the runner makes one of
 ``max_concurrency`` threads (default: one per runnable call) and shuts it down
 without waiting; a caller's executor is left running, and ``max_concurrency``
 then must be ``None`` (its size is the bound).
+
+``on_late``.  Every late result — during the run or after it returned — is
+passed to ``on_late``, in the worker thread that delivered it.  An exception
+``on_late`` raises is reported as threading reports an exception that ends a
+thread: ``threading.excepthook`` is called with the exception and that
+worker thread (the default hook prints ``Exception in thread …`` and the
+traceback to stderr).  It changes nothing else: the call keeps its outcome,
+the run returns its report as it would have, the worker finishes normally,
+and later late results still reach ``on_late``.  (Left to propagate, it
+would end the work item and sit in a future nobody reads.)
 """
 
 from __future__ import annotations
@@ -78,7 +88,10 @@ def run_tool_calls_in_threads(
 
     The options mean what they mean for :func:`~.asyncio_runner.run_tool_calls`;
     ``executor`` is a ``concurrent.futures.Executor`` of threads to use instead
-    of a private pool.
+    of a private pool.  ``on_late`` is called in the worker thread that
+    delivered the late result; an exception it raises goes to
+    ``threading.excepthook`` (with that thread) and changes no outcome and
+    not the report.
     """
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, 0)
     check_tools(tools)
@@ -90,7 +103,7 @@ def run_tool_calls_in_threads(
         with changed:
             changed.notify_all()
 
-    batch = RunningBatch(closure, calls, notify=notify, on_late=on_late)
+    batch = RunningBatch(closure, calls, notify=notify, on_late=on_late, report_late_error=_report_late_error)
     planned = plan_calls(batch, tools)
     pool = executor
     if pool is None and planned:
@@ -135,6 +148,13 @@ def run_tool_calls_in_threads(
     with changed:
         left = [index for index, _ in planned if index not in finished]
     return batch.report(ending, left)
+
+
+def _report_late_error(error: BaseException, late: LateResult) -> None:
+    """An exception from ``on_late`` in a worker thread: to ``threading.excepthook``, as if it ended the thread."""
+    threading.excepthook(
+        threading.ExceptHookArgs([type(error), error, error.__traceback__, threading.current_thread()])
+    )
 
 
 def _supervise(batch: RunningBatch, changed: threading.Condition, options: RunOptions) -> Ending:
