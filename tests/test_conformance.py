@@ -10,6 +10,8 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,16 @@ from tool_call_closure.conformance.conform import (
     write_report,
 )
 from tool_call_closure.conformance.coverage import coverage_table
-from tool_call_closure.conformance.fuzz import fuzz
-from tool_call_closure.conformance.subject import locate_original, original_command, reference_command
+from tool_call_closure.conformance.fuzz import ALL_EXPORTS, EXPORTS, PROBED_EXPORTS, fuzz, probe_exports
+from tool_call_closure.conformance.subject import (
+    InProcessSubject,
+    ProcessSubject,
+    Subject,
+    SubjectError,
+    locate_original,
+    original_command,
+    reference_command,
+)
 from tool_call_closure.conformance.vectors import Vector, drift, load_vectors
 from tool_call_closure.machine.table import TABLE
 
@@ -382,6 +392,154 @@ def test_fuzz_against_the_original_finds_no_undocumented_divergence() -> None:
     assert ORIGINAL is not None
     result = fuzz(SubjectSpec(tuple(original_command(ORIGINAL))), max_examples=100, seed=3)
     assert result.divergence is None, (result.divergence, result.scenario)
+    assert result.exports == EXPORTS  # the original has no Gemini or Bedrock export (D8): never drawn
+    assert _probed(ProcessSubject(original_command(ORIGINAL))) == EXPORTS
+
+
+# --------------------------------------------------------------------------- the fuzzer: which exports it draws
+
+
+class _AnswersInstead(InProcessSubject):
+    """The reference, except that a call of one of ``methods`` gets ``answer`` (an ``ok`` or an ``error``)."""
+
+    def __init__(self, methods: tuple[str, ...], answer: dict[str, Any]) -> None:
+        super().__init__()
+        self.methods, self.answer = methods, answer
+
+    def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+        if isinstance(request, dict) and request.get("cmd") == "call" and request.get("method") in self.methods:
+            return [{"id": request["id"], **self.answer}]
+        return super().send(request)
+
+
+class _WithoutD8(_AnswersInstead):
+    """A subject without the Gemini and Bedrock exports: it answers them as the original's adapter does."""
+
+    def __init__(self) -> None:
+        super().__init__(PROBED_EXPORTS, {"error": {"kind": "ProtocolError", "message": "unknown method"}})
+
+
+class _GeminiDropsSideEffectState(InProcessSubject):
+    """A planted bug in a Gemini export: a synthetic outcome's error loses its ``side_effect_state``."""
+
+    def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+        responses = super().send(request)
+        if isinstance(request, dict) and request.get("method") == "toGeminiFunctionResponses":
+            for entry in responses[-1].get("ok") or []:
+                entry["function_response"]["response"].get("error", {}).pop("side_effect_state", None)
+        return responses
+
+
+@dataclass(frozen=True)
+class _FakeSpec(SubjectSpec):
+    make: Callable[[], Subject] = InProcessSubject
+
+    def start(self) -> Subject:
+        return self.make()
+
+
+def _probed(subject: Subject) -> tuple[str, ...]:
+    try:
+        subject.send({"id": 0, "cmd": "hello", "protocol": 1})
+        return probe_exports(subject)
+    finally:
+        subject.close()
+
+
+def test_the_fuzzers_exports_are_the_machines_export_methods() -> None:
+    (export,) = [op for op in raw_table()["operations"] if op["id"] == "export"]
+    assert ALL_EXPORTS == EXPORTS + PROBED_EXPORTS
+    assert [m["protocol"] for m in export["methods"]] == list(ALL_EXPORTS)
+    assert PROBED_EXPORTS == ("toGeminiFunctionResponses", "toBedrockToolResults")
+
+
+def test_the_export_probe_finds_all_five_on_serve_and_in_process() -> None:
+    assert _probed(ProcessSubject(reference_command())) == ALL_EXPORTS
+    assert _probed(InProcessSubject()) == ALL_EXPORTS
+
+
+@pytest.mark.parametrize(
+    ("answer", "drawn"),
+    [
+        ({"error": {"kind": "ProtocolError", "message": "unknown method"}}, False),
+        ({"error": {"kind": "TypeError", "message": "snapshot must be a ToolCallClosure snapshot"}}, True),
+        ({"error": {"kind": "InternalError", "message": "boom"}}, True),  # the method is there (and broken)
+        ({"ok": []}, True),
+    ],
+    ids=["ProtocolError", "TypeError", "InternalError", "ok"],
+)
+def test_the_export_probe_leaves_out_only_a_method_answered_with_a_protocol_error(
+    answer: dict[str, Any], drawn: bool
+) -> None:
+    for method in PROBED_EXPORTS:
+        others = tuple(m for m in PROBED_EXPORTS if m != method)
+        assert _probed(_AnswersInstead((method,), answer)) == (EXPORTS + PROBED_EXPORTS if drawn else EXPORTS + others)
+
+
+def test_the_export_probe_sends_one_new_then_the_two_methods_without_arguments() -> None:
+    """The probe's requests: one new, then the two methods with no arguments; nothing else."""
+    sent: list[Any] = []
+
+    class Recording(InProcessSubject):
+        def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+            sent.append(request)
+            return super().send(request)
+
+    assert probe_exports(Recording()) == ALL_EXPORTS
+    assert sent == [
+        {"id": "probe:new", "cmd": "new"},
+        {"id": "probe:toGeminiFunctionResponses", "cmd": "call", "method": "toGeminiFunctionResponses"},
+        {"id": "probe:toBedrockToolResults", "cmd": "call", "method": "toBedrockToolResults"},
+    ]
+
+
+def test_a_failed_new_leaves_the_probe_nothing_to_ask_and_only_the_three_are_drawn() -> None:
+    class NoInstance(InProcessSubject):
+        def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+            if isinstance(request, dict) and request.get("cmd") == "new":
+                return [{"id": request["id"], "error": {"kind": "TypeError", "message": "options must be an object"}}]
+            return super().send(request)
+
+    assert probe_exports(NoInstance()) == EXPORTS
+
+
+def test_a_subject_that_breaks_on_the_probe_is_reported_as_broken_by_the_probe() -> None:
+    class Breaks(InProcessSubject):
+        def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+            if isinstance(request, dict) and request.get("method") == "toBedrockToolResults":
+                raise SubjectError("subject exited with status 1")
+            return super().send(request)
+
+    result = fuzz(_FakeSpec(make=Breaks), max_examples=5, seed=1)
+    assert result.divergence == "the subject broke: while probing for the exports: subject exited with status 1"
+    assert result.examples == 0
+
+
+def test_fuzz_against_serve_draws_gemini_and_bedrock_exports() -> None:
+    result = fuzz(SubjectSpec(tuple(reference_command())), max_examples=30, seed=1)
+    assert result.divergence is None
+    assert result.exports == ALL_EXPORTS
+    for method in PROBED_EXPORTS:  # drawn, answered with payloads by both sides, and compared
+        assert result.coverage[f"export:{method}:entries"] > 0, method
+
+
+def test_fuzz_against_a_subject_without_the_two_draws_only_the_three_and_finds_no_divergence() -> None:
+    result = fuzz(_FakeSpec(make=_WithoutD8), max_examples=100, seed=3)
+    assert result.divergence is None, (result.divergence, result.scenario)
+    assert result.exports == EXPORTS
+    assert not [key for key in result.coverage if any(method in key for method in PROBED_EXPORTS)]
+    drawn = fuzz(SubjectSpec(None), max_examples=100, seed=3)  # the same run on a subject that has them
+    assert [key for key in drawn.coverage if any(method in key for method in PROBED_EXPORTS)]
+
+
+def test_the_fuzzer_finds_a_bug_planted_in_a_gemini_export_and_shrinks_it_to_that_export() -> None:
+    result = fuzz(_FakeSpec(make=_GeminiDropsSideEffectState), max_examples=500, seed=1)
+    assert result.exports == ALL_EXPORTS
+    assert result.divergence is not None
+    assert "side_effect_state" in result.divergence
+    assert result.scenario[-1]["method"] == "toGeminiFunctionResponses"
+    assert _run_requests(result.scenario, _FakeSpec(make=_GeminiDropsSideEffectState)) is not None
+    assert _run_requests(result.scenario, SubjectSpec(None)) is None
 
 
 # --------------------------------------------------------------------------- kill-based coverage (issue 12)
@@ -422,16 +580,19 @@ def test_every_rule_without_a_capability_need_has_a_capability_free_vector() -> 
 
 def test_the_explorer_reaches_the_success_path() -> None:
     """Most requests are valid and aimed at live targets: settlements are accepted, closes synthesize outcomes,
-    exports of every format have synthetic and reported entries, and Anthropic exports carry is_error."""
+    exports of every format have synthetic and reported entries, and Anthropic, Bedrock and Gemini exports carry
+    their error marks."""
     result = fuzz(SubjectSpec(None), max_examples=300, seed=5)
     assert result.divergence is None
     coverage = result.coverage
     for key in ("accepted:success", "accepted:error", "accepted:cancelled", "event:synthetic_cancelled"):
         assert coverage[key] >= 50, (key, coverage[key])
-    for method in ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults"):
-        assert coverage[f"export:{method}:synthetic"] > 0
-        assert coverage[f"export:{method}:reported"] > 0
+    for method in ALL_EXPORTS:
+        assert coverage[f"export:{method}:synthetic"] > 0, method
+        assert coverage[f"export:{method}:reported"] > 0, method
     assert coverage["export:toAnthropicToolResults:is_error"] > 0
+    assert coverage["export:toBedrockToolResults:status_error"] > 0
+    assert coverage["export:toGeminiFunctionResponses:response_error"] > 0
     assert coverage["error:calls_not_array"] < coverage["row:begin.commit.start@none"]
     for intent in ("nested settle same call", "nested close other reason", "snapshot as content", "hook in begin"):
         assert coverage[f"intent:{intent}"] > 0
@@ -477,6 +638,7 @@ def test_fuzz_shards_across_jobs_and_prints_coverage_and_the_shrunk_scenario(tmp
     )
     assert done.returncode == 1, done.stderr
     assert "coverage (key: times reached):" in done.stdout
+    assert f"exports drawn: {', '.join(ALL_EXPORTS)}\n" in done.stdout
     assert "DIVERGENCE" in done.stdout
     assert "  step 1: {" in done.stdout  # the shrunk scenario, step by step, numbered from 1
     vector = load_vectors(tmp_path / "out")[0]

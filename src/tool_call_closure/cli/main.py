@@ -292,7 +292,7 @@ def _conform(args: argparse.Namespace) -> int:
 def _fuzz(args: argparse.Namespace) -> int:
     import json
 
-    from tool_call_closure.conformance.fuzz import coverage_summary, fuzz
+    from tool_call_closure.conformance.fuzz import PROBED_EXPORTS, coverage_summary, fuzz
 
     for name, value, low in (
         ("--seconds", args.seconds, 0),
@@ -321,6 +321,10 @@ def _fuzz(args: argparse.Namespace) -> int:
         f"fuzz: {result.examples} scenarios, {result.requests} requests in {result.seconds:.1f} s "
         f"({result.examples_per_second:.1f} scenarios/s, seed {result.seed}, {args.jobs} job(s))"
     )
+    if result.exports:  # empty only when the subject broke before the probe could answer
+        missing = [method for method in PROBED_EXPORTS if method not in result.exports]
+        absent = f" (the subject answers ProtocolError for {', '.join(missing)})" if missing else ""
+        print(f"exports drawn: {', '.join(result.exports)}{absent}")
     print(coverage_summary(result.coverage), end="")
     if result.divergence is None:
         print("no divergence")

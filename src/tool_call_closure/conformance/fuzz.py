@@ -38,6 +38,19 @@ then the options of each ``new``, keeping every change after which the
 subject still diverges.  The result is 1-minimal in requests and options; it
 is printed and written out as a vector (origin ``fuzz``).
 
+Exports.  Every subject has the original's three exports; the reference's
+two more (``toGeminiFunctionResponses``, ``toBedrockToolResults``, deviation
+D8) are drawn only when the subject has them.  Once per session, after
+``hello``, :func:`probe_exports` makes an instance (``new``) and calls each
+of the two with no arguments: an implementation without the method answers
+``ProtocolError`` (``spec/protocol.md``), and the method is then never
+drawn; any other answer — ``ok``, or an error of another kind — means the
+subject has it, and it is drawn like the other three (and its answers
+compared with the reference's).  The probe's answers are not compared: the
+scenarios begin with their own ``new``, so it leaves nothing behind, and a
+subject without the two gets, for a seed, the scenarios it would get if they
+did not exist.
+
 ``seconds`` is a budget, not a cap: the run ends when it is spent (or after
 ``max_examples`` scenarios, or at the first divergence).  Every scenario has
 its own seed, derived from the run's seed, the job and the scenario number,
@@ -72,6 +85,7 @@ __all__ = [
     "coverage_summary",
     "fuzz",
     "hook_positions",
+    "probe_exports",
     "shrink",
     "write_vector",
 ]
@@ -102,6 +116,10 @@ NUMBERS: Final = (0, 1, -1, 0.1, 1.5, -0.5, 1e-7, 1.5e-7, 1e-6, 1e20, 1e21, 2**5
 KEYS: Final = ("a", "status", "0", "1", "10", "01", "-1", "4294967294", "4294967295", "é", "")
 CODES: Final = ("E", "timeout", "tool_error", "éé", "😀")
 EXPORTS: Final = ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults")
+"""The exports every subject has (the original's): always drawn."""
+PROBED_EXPORTS: Final = ("toGeminiFunctionResponses", "toBedrockToolResults")
+"""The reference's two more exports (deviation D8): drawn only when the subject has them (:func:`probe_exports`)."""
+ALL_EXPORTS: Final = EXPORTS + PROBED_EXPORTS
 
 
 @dataclass(slots=True)
@@ -115,6 +133,7 @@ class FuzzResult:
     coverage: Counter[str] = field(default_factory=Counter)
     seed: int | None = None
     found_after: float | None = None  # seconds into the run when the divergence was first seen
+    exports: tuple[str, ...] = ()  # the export methods drawn (what probe_exports found)
 
     @property
     def examples_per_second(self) -> float:
@@ -158,15 +177,32 @@ def coverage_keys(
     method = request.get("method")
     keys |= {f"hook:{position}" for position in hook_positions(request)}
     own = responses[-1] if responses else {}
-    if method in EXPORTS and isinstance(own.get("ok"), list):
+    if method in ALL_EXPORTS and isinstance(own.get("ok"), list):
         entries = own["ok"]
         keys.add(f"export:{method}:{'empty' if not entries else 'entries'}")
         for entry in entries:
             text = json.dumps(entry)
             keys.add(f"export:{method}:{'synthetic' if 'side_effect_state' in text else 'reported'}")
-            if entry.get("is_error") is True:
-                keys.add(f"export:{method}:is_error")
+            flag = _error_flag(method, entry)
+            if flag is not None:
+                keys.add(f"export:{method}:{flag}")
     return keys
+
+
+def _error_flag(method: str, entry: Any) -> str | None:
+    """How an export entry marks an error outcome, when its format has a mark and the entry carries it."""
+    if not isinstance(entry, dict):
+        return None
+    if method == "toAnthropicToolResults":
+        return "is_error" if entry.get("is_error") is True else None
+    if method == "toBedrockToolResults":
+        result = entry.get("toolResult")
+        return "status_error" if isinstance(result, dict) and result.get("status") == "error" else None
+    if method == "toGeminiFunctionResponses":
+        function_response = entry.get("function_response")
+        response = function_response.get("response") if isinstance(function_response, dict) else None
+        return "response_error" if isinstance(response, dict) and "error" in response else None
+    return None
 
 
 def hook_positions(request: dict[str, Any]) -> set[str]:
@@ -222,7 +258,8 @@ class Explorer:
     """Builds and runs one scenario at a time on the reference and a subject.
 
     ``invalid`` is the share of requests that are deliberately wrong; ``tamper`` draws ``tamper`` requests
-    (both sides declared the capability); ``hooks`` draws caller code.
+    (both sides declared the capability); ``hooks`` draws caller code; ``exports`` are the export methods to
+    draw (by default the three every subject has; :func:`fuzz` passes what :func:`probe_exports` found).
     """
 
     def __init__(
@@ -234,8 +271,13 @@ class Explorer:
         tamper: bool = False,
         steps: int = 20,
         coverage: Counter[str] | None = None,
+        exports: Sequence[str] = EXPORTS,
     ) -> None:
+        unknown = [method for method in exports if method not in ALL_EXPORTS]
+        if unknown or not exports:
+            raise ValueError(f"exports must be a non-empty selection of {ALL_EXPORTS}, got {tuple(exports)}")
         self.subject = subject
+        self.exports: tuple[str, ...] = tuple(exports)
         self.invalid = invalid
         self.hooks = hooks
         self.tamper = tamper
@@ -676,12 +718,12 @@ def _snapshot_as_content(x: Explorer) -> dict[str, Any]:
 def _export_closed(x: Explorer) -> dict[str, Any]:
     snapshot = x.rng.choice(x.known.closed_snapshots)
     tag = {"$snapshot": snapshot} if x.rng.random() < 0.85 else {"$clone": snapshot}
-    return x._call(x.rng.choice(EXPORTS), tag)
+    return x._call(x.rng.choice(x.exports), tag)
 
 
 def _export(x: Explorer) -> dict[str, Any]:
     rng = x.rng
-    method = rng.choice(EXPORTS)
+    method = rng.choice(x.exports)
     if x.known.open_snapshots and rng.random() < 0.3:
         return x._call(method, {"$snapshot": rng.choice(x.known.open_snapshots)})
     if rng.random() < 0.2:
@@ -863,6 +905,35 @@ def _capabilities(subject: Subject) -> list[str]:
     return [c for c in capabilities if isinstance(c, str)] if isinstance(capabilities, list) else []
 
 
+def probe_exports(subject: Subject) -> tuple[str, ...]:
+    """The export methods to draw for ``subject``: :data:`EXPORTS`, then each of :data:`PROBED_EXPORTS` it has.
+
+    Asked once per session, after the handshake: a ``new`` (a call needs a current instance), then each
+    method with no arguments.  A method answered with a ``ProtocolError`` (how an implementation without it
+    answers, spec/protocol.md) is left out; any other answer — ``ok``, or an error of any other kind — means
+    the subject has it.  If the ``new`` fails there is nothing to ask, and only :data:`EXPORTS` are drawn (the
+    first scenario's own ``new`` then shows the failure).  A subject that breaks instead of answering (it
+    must answer an unknown method and keep serving) raises :class:`SubjectError` saying so.
+    """
+    try:
+        created = subject.send({"id": "probe:new", "cmd": "new"})[-1]
+        if "ok" not in created:
+            return EXPORTS
+        present = [
+            method
+            for method in PROBED_EXPORTS
+            if not _is_protocol_error(subject.send({"id": f"probe:{method}", "cmd": "call", "method": method})[-1])
+        ]
+    except SubjectError as exc:
+        raise SubjectError(f"while probing for the exports: {exc}") from exc
+    return (*EXPORTS, *present)
+
+
+def _is_protocol_error(response: dict[str, Any]) -> bool:
+    error = response.get("error")
+    return isinstance(error, dict) and error.get("kind") == "ProtocolError"
+
+
 class _Restarting(Subject):
     """A job's subject: a request that breaks it restarts it (with a handshake), so shrinking can go on."""
 
@@ -904,6 +975,7 @@ def _job(
     explorer: Explorer | None = None
     try:
         capabilities = _capabilities(subject)
+        result.exports = probe_exports(subject)
         explorer = Explorer(
             subject,
             invalid=invalid,
@@ -911,6 +983,7 @@ def _job(
             tamper="tamper" in capabilities,
             steps=steps,
             coverage=result.coverage,
+            exports=result.exports,
         )
         number = 0
         while max_examples is None or number < max_examples:
@@ -967,7 +1040,9 @@ def fuzz(
     """Fuzz the subject; return what ran, the coverage and, on a divergence, the shrunk scenario.
 
     Without ``seconds`` and ``max_examples`` a run tries 1,000 scenarios.  The explorer never draws the
-    inputs of the protocol-visible deviations (D1–D3, D7), whose answers differ from the original by design.
+    inputs of the protocol-visible deviations (D1–D3, D7), whose answers differ from the original by design,
+    and draws the Gemini and Bedrock exports (D8) only when the subject has them (:func:`probe_exports`;
+    ``FuzzResult.exports`` says which were drawn).
     """
     if seconds is None and max_examples is None:
         max_examples = 1000
@@ -988,7 +1063,8 @@ def fuzz(
         stop = context.Event()
         with context.Pool(jobs, initializer=_init_shard, initargs=(stop,)) as pool:
             results = pool.map(_shard, [(spec, {**kwargs, "job": job}) for job in range(jobs)])
-    merged = FuzzResult(seed=seed)
+    # Every shard probed the same program; a shard whose subject broke before answering has none.
+    merged = FuzzResult(seed=seed, exports=next((shard.exports for shard in results if shard.exports), ()))
     for shard in results:
         merged.examples += shard.examples
         merged.requests += shard.requests
