@@ -542,6 +542,27 @@ def test_the_fuzzer_finds_a_bug_planted_in_a_gemini_export_and_shrinks_it_to_tha
     assert _run_requests(result.scenario, SubjectSpec(None)) is None
 
 
+def test_a_fuzz_vector_that_calls_a_d8_export_is_tagged_with_the_deviation(tmp_path: Path) -> None:
+    """So the original's run (`--skip-tags deviation:`) skips it, as it skips the shipped D8 vectors."""
+    from tool_call_closure.conformance.fuzz import write_vector
+    from tool_call_closure.conformance.vectors import load_vectors
+
+    new = {"id": 1, "cmd": "new"}
+    for method, tags in (
+        ("toGeminiFunctionResponses", ["area:fuzz", "deviation:D8"]),
+        ("toBedrockToolResults", ["area:fuzz", "deviation:D8"]),
+        ("toAnthropicToolResults", ["area:fuzz"]),
+    ):
+        path = write_vector([new, {"id": 2, "cmd": "call", "method": method}], "planted", tmp_path / method)
+        assert json.loads(path.read_text(encoding="utf-8"))["tags"] == tags
+    nested = {"id": 900, "cmd": "call", "method": "toBedrockToolResults"}
+    hooked = {"id": 2, "cmd": "call", "method": "close", "args": [{"$hook": {"calls": [nested], "then": 1}}]}
+    path = write_vector([new, hooked], "planted", tmp_path / "hooked")
+    assert "deviation:D8" in json.loads(path.read_text(encoding="utf-8"))["tags"]
+    (vector,) = load_vectors(tmp_path / "toGeminiFunctionResponses")
+    assert "deviation:D8" in vector.tags
+
+
 # --------------------------------------------------------------------------- kill-based coverage (issue 12)
 
 RECHECK_ROWS = [r.id for r in TABLE.transitions if r.phase == "recheck"]
