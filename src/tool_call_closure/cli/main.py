@@ -156,7 +156,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="print the same code with every guard, effect and result called by name, not written in: "
         "the table's rows as code, for reading",
     )
-    bench = commands.add_parser("bench", help="run the shared benchmark workload, against the original when found")
+    bench = commands.add_parser(
+        "bench",
+        help="run the shared benchmark workload: the reference, a hand-written baseline, the original (when found)",
+        description="The shared benchmark workload on the reference, a hand-written Python baseline and, when Node and "
+        "the original are found ($TCC_JS), the original, alternating in one run: calls/s with their spread and ratios, "
+        "where a lifecycle round's time goes by operation, settle cost, operation costs, memory and the conformance "
+        "runner's steps/s.",
+    )
     bench_arguments(bench)
     return parser
 
