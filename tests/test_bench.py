@@ -99,3 +99,15 @@ def test_the_baseline_refuses_what_the_workload_never_sends() -> None:
     assert closure.succeed(stale, "a", "x") is None
     assert closure.succeed(handle, "b", "x") is None
     assert closure.succeed(handle, "a", "x") == (2, "a", "success")
+
+
+def test_the_baselines_limits_are_the_tables_defaults() -> None:
+    from tool_call_closure import create_tool_call_closure
+    from tool_call_closure.cli import bench_baseline
+
+    defaults = create_tool_call_closure().limits
+    assert defaults.max_id_bytes == bench_baseline._MAX_ID_BYTES
+    assert defaults.max_name_bytes == bench_baseline._MAX_NAME_BYTES
+    assert defaults.max_code_bytes == bench_baseline._MAX_CODE_BYTES
+    assert defaults.max_message_bytes == bench_baseline._MAX_MESSAGE_BYTES
+    assert defaults.max_result_bytes == bench_baseline._MAX_RESULT_BYTES

@@ -6,7 +6,7 @@ Theory of operation
 reference, the original on Node, and this baseline.  The baseline answers
 "how fast can CPython do this work at all?": it is what a careful engineer
 would write for the shared workload alone — one lock, tuples, a dict index,
-``json.dumps`` — so the ratio of the reference to the baseline is the price of
+``json`` — so the ratio of the reference to the baseline is the price of
 the table, the ECMAScript semantics and the all-or-nothing commits, and the
 ratio of the baseline to the original is what CPython costs against Node's
 JIT before any design choice is made.
@@ -16,15 +16,16 @@ comparable: ``begin`` checks every id and name (an exact, non-blank string
 within its byte limit) and refuses a duplicate id; a settlement checks the
 id, that the handle is the current one, that the call is known and pending,
 and the content's byte limit, and returns a record of what it accepted;
-``close`` cancels the pending calls with the reason and returns an immutable
-snapshot; each export builds its provider's items, the same items the
-reference builds for this workload (a test holds them equal).  Each call's
-text is written once, when the call is decided, as the reference's exports
-compute each decided call's text once per snapshot.  It
-leaves out what the workload never exercises: hooks, projections of
-non-JSON values, diagnostics, supersession of an open batch (the settle loop
-begins on an open batch, and the baseline simply replaces it, as the original
-does), the Gemini and Bedrock exports.
+``close`` checks the reason's code and bounds its message, cancels the
+pending calls with it and returns an immutable snapshot; each export builds
+its provider's items, the same items the reference builds for this workload
+(a test holds them equal).  The limits are the table's defaults.  Each
+call's text is written once, when the call is decided, as the reference's
+exports compute each decided call's text once per snapshot.  It leaves out
+what the workload never exercises: hooks, projections of non-JSON values,
+diagnostics, the supersession of pending calls (the settle loop begins again
+once every call is settled, so a new batch simply replaces the old one), the
+Gemini and Bedrock exports.
 
 It is a measuring stick, not an implementation: nothing outside the benchmark
 imports it, and the conformance vectors do not run against it.
@@ -38,8 +39,11 @@ from typing import Any, Final
 
 __all__ = ["LeanClosure"]
 
-_MAX_ID_BYTES: Final = 256
-_MAX_NAME_BYTES: Final = 256
+# The table's default limits (spec/machine.json "options").
+_MAX_ID_BYTES: Final = 512
+_MAX_NAME_BYTES: Final = 512
+_MAX_CODE_BYTES: Final = 128
+_MAX_MESSAGE_BYTES: Final = 4096
 _MAX_RESULT_BYTES: Final = 1_048_576
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -116,7 +120,10 @@ class LeanClosure:
 
     def close(self, handle: LeanHandle, reason: dict[str, str]) -> tuple[_Call, ...]:
         status = reason["status"]
-        error = {"code": _checked(reason["code"], _MAX_ID_BYTES, "reason.code"), "message": reason["message"]}
+        message = reason["message"]
+        if len(message.encode()) > _MAX_MESSAGE_BYTES:  # truncated at a character boundary, as the reference does
+            message = message.encode()[:_MAX_MESSAGE_BYTES].decode(errors="ignore")
+        error = {"code": _checked(reason["code"], _MAX_CODE_BYTES, "reason.code"), "message": message}
         text = _encode({"error": {**error, "side_effect_state": "unknown"}})
         with self._lock:
             if handle is not self._handle:
