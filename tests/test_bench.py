@@ -111,3 +111,37 @@ def test_the_baselines_limits_are_the_tables_defaults() -> None:
     assert defaults.max_code_bytes == bench_baseline._MAX_CODE_BYTES
     assert defaults.max_message_bytes == bench_baseline._MAX_MESSAGE_BYTES
     assert defaults.max_result_bytes == bench_baseline._MAX_RESULT_BYTES
+
+
+def test_the_bench_refuses_an_output_it_could_not_write_before_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*_args: object, **_kwargs: object) -> object:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr("tool_call_closure.cli.bench.run_suite", never)
+    for option, path, problem in (
+        ("--out", tmp_path / "missing" / "bench.json", "is not an existing directory"),
+        ("--out", tmp_path, "is a directory"),
+        ("--plot", tmp_path / "missing" / "plot.png", "is not an existing directory"),
+    ):
+        err = io.StringIO()
+        arguments = ["bench", "--quick", option, str(path)]
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            assert main(arguments if option == "--out" else [*arguments, "--out", str(tmp_path / "b.json")]) == 2
+        assert err.getvalue().startswith(f"tool-call-closure bench: {option} {path}: ")
+        assert err.getvalue().rstrip("\n").endswith(problem)
+
+
+def test_the_bench_prints_its_figures_when_the_results_file_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path changed during the run (here: the check is skipped): the figures are shown, the status is 1."""
+    monkeypatch.setattr("tool_call_closure.cli.bench.output_problem", lambda *_args, **_kwargs: None)
+    out = tmp_path / "gone" / "bench.json"
+    printed, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(printed), redirect_stderr(err):
+        assert main(["bench", "--quick", "--no-node", "--out", str(out)]) == 1
+    assert "| N | lifecycle calls/s" in printed.getvalue()
+    assert f"tool-call-closure bench: --out {out}: No such file or directory" in err.getvalue()
+    assert not out.exists()

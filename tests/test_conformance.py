@@ -5,6 +5,7 @@ The runs against the JavaScript original are skipped when node or the original i
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shutil
@@ -664,6 +665,35 @@ def test_fuzz_shards_across_jobs_and_prints_coverage_and_the_shrunk_scenario(tmp
     assert "  step 1: {" in done.stdout  # the shrunk scenario, step by step, numbered from 1
     vector = load_vectors(tmp_path / "out")[0]
     assert vector.steps[0]["request"].get("options", {}) == {}  # irrelevant new options were dropped
+
+
+def test_fuzz_refuses_an_out_it_could_not_write_before_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure.cli.main import main
+
+    def never(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr("tool_call_closure.conformance.fuzz.fuzz", never)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("", encoding="utf-8")
+    for out, problem in ((a_file, "exists and is not a directory"), (a_file / "sub", "is not an existing directory")):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert main(["fuzz", "--max-examples", "5", "--out", str(out)]) == 2
+        assert err.getvalue().startswith(f"tool-call-closure fuzz: --out {out}: ")
+        assert problem in err.getvalue()
+
+
+def test_a_divergence_whose_vector_cannot_be_written_is_still_reported(tmp_path: Path) -> None:
+    """The finding stands: the result keeps the shrunk scenario and says why no vector was written."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("", encoding="utf-8")
+    result = fuzz(_FakeSpec(make=_GeminiDropsSideEffectState), max_examples=500, seed=1, out_dir=a_file)
+    assert result.divergence is not None
+    assert result.scenario
+    assert result.vector_path is None
+    assert result.vector_error is not None
+    assert str(a_file) in result.vector_error
 
 
 def test_a_failure_names_the_vector_the_step_and_the_first_differing_field(tmp_path: Path) -> None:

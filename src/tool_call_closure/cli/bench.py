@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from tool_call_closure.cli.outputs import output_problem
+
 __all__ = ["Budget", "bench_arguments", "run_bench", "run_suite"]
 
 SIZES: Final = (10, 100, 1000)
@@ -505,6 +507,11 @@ def run_bench(args: argparse.Namespace) -> int:
             return 2
         budget = dataclasses.replace(budget, repeats=args.repeats)
     sizes = (10, 100) if args.quick else SIZES
+    for option, path in (("--out", args.out), ("--plot", args.plot)):
+        problem = None if path is None else output_problem(path)
+        if problem is not None:  # before the run: minutes of measuring must not end unable to write them
+            print(f"tool-call-closure bench: {option} {path}: {problem}", file=sys.stderr)
+            return 2
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -513,12 +520,19 @@ def run_bench(args: argparse.Namespace) -> int:
     results = run_suite(budget, node=not args.no_node, sizes=sizes, log=log)
     if results["machine"]["original"] is None:
         log("  the original was not run (node or the original not found; set TCC_JS)")
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(render_text(results), end="")
-    print(f"results: {args.out}")
+    print(render_text(results), end="")  # first: the figures are shown even if a file cannot be written
+    status = 0
+    try:
+        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"results: {args.out}")
+    except OSError as exc:
+        print(f"tool-call-closure bench: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        status = 1
     if args.plot is not None:
-        if write_plot(results, args.plot):
-            print(f"plot: {args.plot}")
-        else:
-            print("plot: skipped (matplotlib is not installed)")
-    return 0
+        try:
+            written = write_plot(results, args.plot)
+        except OSError as exc:
+            print(f"tool-call-closure bench: --plot {args.plot}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        print(f"plot: {args.plot}" if written else "plot: skipped (matplotlib is not installed)")
+    return status

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from tool_call_closure import __version__
 from tool_call_closure.cli.bench import bench_arguments, run_bench
+from tool_call_closure.cli.outputs import output_problem
 
 if TYPE_CHECKING:
     from tool_call_closure.conformance.conform import SubjectSpec
@@ -311,6 +312,9 @@ def _fuzz(args: argparse.Namespace) -> int:
             return _usage("fuzz", f"{name} must be at least {low}, not {value}")
     if not 0 <= args.invalid <= 1:
         return _usage("fuzz", f"--invalid must be between 0 and 1, not {args.invalid}")
+    problem = output_problem(args.out, directory=True)
+    if problem is not None:  # before the run: a run of minutes must not end unable to write what it found
+        return _usage("fuzz", f"--out {args.out}: {problem}")
     spec = _subject_spec(args)
     if isinstance(spec, int):
         return spec
@@ -342,6 +346,8 @@ def _fuzz(args: argparse.Namespace) -> int:
         print(f"  step {number}: {json.dumps(request, ensure_ascii=True)}")
     if result.vector_path is not None:
         print(f"vector written: {result.vector_path}")
+    if result.vector_error is not None:
+        print(f"tool-call-closure fuzz: the vector was not written: {result.vector_error}", file=sys.stderr)
     return 1
 
 

@@ -134,6 +134,7 @@ class FuzzResult:
     seed: int | None = None
     found_after: float | None = None  # seconds into the run when the divergence was first seen
     exports: tuple[str, ...] = ()  # the export methods drawn (what probe_exports found)
+    vector_error: str | None = None  # why the divergence's vector could not be written (the divergence stands)
 
     @property
     def examples_per_second(self) -> float:
@@ -1073,7 +1074,10 @@ def fuzz(
             merged.divergence, merged.scenario, merged.found_after = shard.divergence, shard.scenario, shard.found_after
     merged.seconds = time.perf_counter() - started
     if merged.divergence is not None and merged.scenario and out_dir is not None:
-        merged.vector_path = write_vector(merged.scenario, merged.divergence, out_dir)
+        try:
+            merged.vector_path = write_vector(merged.scenario, merged.divergence, out_dir)
+        except OSError as exc:  # the run's finding is still reported, with the scenario itself
+            merged.vector_error = f"{exc.filename or out_dir}: {exc.strerror or exc}"
     return merged
 
 
