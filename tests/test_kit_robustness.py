@@ -137,6 +137,24 @@ def test_a_trace_that_is_not_utf8(tmp_path: Path) -> None:
     assert_one_line_error(cli("check", str(trace)), "not UTF-8")
 
 
+def test_a_fuzz_subject_that_does_not_start(tmp_path: Path) -> None:
+    """Not a traceback after the fact: one line naming the command, exit 1 (as for a subject that breaks)."""
+    done = cli("fuzz", "--max-examples", "5", "--out", str(tmp_path / "out"), "--", str(tmp_path / "no-such-subject"))
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"tool-call-closure fuzz: cannot start subject [{str(tmp_path / 'no-such-subject')!r}]: "
+        f"[Errno 2] No such file or directory: {str(tmp_path / 'no-such-subject')!r}"
+    ]
+
+
+def test_a_table_path_that_is_a_directory_or_missing(tmp_path: Path) -> None:
+    for path, reason in ((tmp_path, "Is a directory"), (tmp_path / "missing.json", "No such file or directory")):
+        done = cli("table", str(path))
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert done.stderr == f"tool-call-closure table: {path}: {reason}\n"
+
+
 @pytest.mark.parametrize("content", [b"\x00\xff\xfe binary", b"[" * 100_000, b'{"a":' * 5000 + b"1" + b"}" * 5000])
 def test_a_binary_or_deep_table_file(tmp_path: Path, content: bytes) -> None:
     table = tmp_path / "table.json"

@@ -301,6 +301,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     import json
 
     from tool_call_closure.conformance.fuzz import PROBED_EXPORTS, coverage_summary, fuzz
+    from tool_call_closure.conformance.subject import SubjectError
 
     for name, value, low in (
         ("--seconds", args.seconds, 0),
@@ -318,16 +319,20 @@ def _fuzz(args: argparse.Namespace) -> int:
     spec = _subject_spec(args)
     if isinstance(spec, int):
         return spec
-    result = fuzz(
-        spec,
-        max_examples=args.max_examples,
-        seconds=args.seconds,
-        seed=args.seed,
-        steps=args.steps,
-        invalid=args.invalid,
-        jobs=args.jobs,
-        out_dir=args.out,
-    )
+    try:
+        result = fuzz(
+            spec,
+            max_examples=args.max_examples,
+            seconds=args.seconds,
+            seed=args.seed,
+            steps=args.steps,
+            invalid=args.invalid,
+            jobs=args.jobs,
+            out_dir=args.out,
+        )
+    except SubjectError as exc:  # it would not start, or broke before a scenario could run (the probe)
+        print(f"tool-call-closure fuzz: {_one_line(exc)}", file=sys.stderr)
+        return 1
     print(
         f"fuzz: {result.examples} scenarios, {result.requests} requests in {result.seconds:.1f} s "
         f"({result.examples_per_second:.1f} scenarios/s, seed {result.seed}, {args.jobs} job(s))"
@@ -448,7 +453,10 @@ def _table(path: Path | None, diagram: bool, emit_python: bool = False, emit_out
 
     try:
         machine = _load_machine(path)
-    except (OSError, TableError, ValueError, RecursionError) as exc:
+    except OSError as exc:
+        print(f"tool-call-closure table: {exc.filename or path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except (TableError, ValueError, RecursionError) as exc:
         print(f"tool-call-closure table: {_one_line(exc)}", file=sys.stderr)
         return 1
     table = machine.table
