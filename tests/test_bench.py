@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -145,3 +146,30 @@ def test_the_bench_prints_its_figures_when_the_results_file_cannot_be_written(
     assert "| N | lifecycle calls/s" in printed.getvalue()
     assert f"tool-call-closure bench: --out {out}: No such file or directory" in err.getvalue()
     assert not out.exists()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the Node workload needs node")
+def test_a_broken_original_is_reported_in_one_line_before_anything_is_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*_args: object, **_kwargs: object) -> object:
+        raise AssertionError("a measurement started")
+
+    monkeypatch.setattr("tool_call_closure.cli.bench.lifecycle_rate", never)
+    for source, error in (
+        ('throw new TypeError("broken on load");\n', "TypeError: broken on load"),
+        ("module.exports = {};\n", "TypeError: createToolCallClosure is not a function"),
+    ):
+        original = tmp_path / "index.cjs"
+        original.write_text(source, encoding="utf-8")
+        monkeypatch.setenv("TCC_JS", str(original))
+        err = io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            assert main(["bench", "--quick", "--out", str(tmp_path / "b.json")]) == 1
+        last = err.getvalue().strip().splitlines()[-1]
+        assert last == (
+            f"tool-call-closure bench: the original ({original}) failed the workload (exit 1): {error} "
+            "(--no-node measures without it)"
+        )
+        assert "Traceback" not in err.getvalue()
+        assert not (tmp_path / "b.json").exists()

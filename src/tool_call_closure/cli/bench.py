@@ -40,6 +40,7 @@ import gc
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -53,7 +54,7 @@ from typing import Any, Final
 
 from tool_call_closure.cli.outputs import output_problem
 
-__all__ = ["Budget", "bench_arguments", "run_bench", "run_suite"]
+__all__ = ["Budget", "NodeWorkloadError", "bench_arguments", "run_bench", "run_suite"]
 
 SIZES: Final = (10, 100, 1000)
 NODE_WORKLOAD: Final = Path(__file__).resolve().parent / "bench_workload.cjs"
@@ -295,17 +296,40 @@ def locate_node_original() -> tuple[str, Path] | None:
     return node, original
 
 
+class NodeWorkloadError(RuntimeError):
+    """The original did not run the Node workload: its error, in one line."""
+
+
 def node_rates(
     node: str, original: Path, n: int, rounds: int, warmup: int, seconds: float, phase_rounds: int = 0
 ) -> dict[str, Any]:
-    """One run of the Node workload: ``{calls_per_s, settle_loop_calls_per_s, …}``, and ``phases`` when asked."""
+    """One run of the Node workload: ``{calls_per_s, settle_loop_calls_per_s, …}``, and ``phases`` when asked.
+
+    Raises :class:`NodeWorkloadError` when Node exits with an error, runs past ten minutes or prints
+    something that is not the workload's JSON line.
+    """
     command = [node, str(NODE_WORKLOAD), str(original), str(n), str(rounds), str(warmup), str(seconds)]
     command.append(str(phase_rounds))
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NodeWorkloadError(f"the original ({original}) did not run the workload: {exc}") from exc
     if done.returncode != 0:
-        raise RuntimeError(f"the Node workload failed ({done.returncode}): {done.stderr.strip()}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        raise NodeWorkloadError(
+            f"the original ({original}) failed the workload (exit {done.returncode}): {_node_error(done.stderr)}"
+        )
+    try:
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError) as exc:
+        raise NodeWorkloadError(f"the original ({original}) printed no result: {done.stdout[:200]!r}") from exc
     return result
+
+
+def _node_error(stderr: str) -> str:
+    """The line of a Node error report that names the error (``TypeError: …``), else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    named = [line for line in lines if re.match(r"^[A-Za-z]*Error\b", line)]
+    return named[0] if named else (lines[-1] if lines else "no message")
 
 
 # --------------------------------------------------------------------------- the suite
@@ -320,6 +344,8 @@ def run_suite(
 ) -> dict[str, Any]:
     """Every measurement; the result is what ``--out`` writes."""
     original = locate_node_original() if node else None
+    if original is not None:  # a smoke run first: a broken original is found before minutes of measuring
+        node_rates(*original, 1, 1, 0, 0.0, 1)
     results: dict[str, Any] = {
         "machine": {
             "python": sys.version.split()[0],
@@ -517,7 +543,11 @@ def run_bench(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr, flush=True)
 
     log(f"tool-call-closure bench ({'quick' if args.quick else 'full'}): N = {', '.join(map(str, sizes))}")
-    results = run_suite(budget, node=not args.no_node, sizes=sizes, log=log)
+    try:
+        results = run_suite(budget, node=not args.no_node, sizes=sizes, log=log)
+    except NodeWorkloadError as exc:
+        print(f"tool-call-closure bench: {exc} (--no-node measures without it)", file=sys.stderr)
+        return 1
     if results["machine"]["original"] is None:
         log("  the original was not run (node or the original not found; set TCC_JS)")
     print(render_text(results), end="")  # first: the figures are shown even if a file cannot be written
