@@ -114,13 +114,15 @@ def test_the_baselines_limits_are_the_tables_defaults() -> None:
     assert defaults.max_result_bytes == bench_baseline._MAX_RESULT_BYTES
 
 
+def _never(*_args: object, **_kwargs: object) -> object:
+    """Put in place of a measurement a test requires not to start."""
+    raise AssertionError("a measurement started")
+
+
 def test_the_bench_refuses_an_output_it_could_not_write_before_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def never(*_args: object, **_kwargs: object) -> object:
-        raise AssertionError("the run started")
-
-    monkeypatch.setattr("tool_call_closure.cli.bench.run_suite", never)
+    monkeypatch.setattr("tool_call_closure.cli.bench.run_suite", _never)
     for option, path, problem in (
         ("--out", tmp_path / "missing" / "bench.json", "is not an existing directory"),
         ("--out", tmp_path, "is a directory"),
@@ -152,10 +154,7 @@ def test_the_bench_prints_its_figures_when_the_results_file_cannot_be_written(
 def test_a_broken_original_is_reported_in_one_line_before_anything_is_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def never(*_args: object, **_kwargs: object) -> object:
-        raise AssertionError("a measurement started")
-
-    monkeypatch.setattr("tool_call_closure.cli.bench.lifecycle_rate", never)
+    monkeypatch.setattr("tool_call_closure.cli.bench.lifecycle_rate", _never)
     for source, error in (
         ('throw new TypeError("broken on load");\n', "TypeError: broken on load"),
         ("module.exports = {};\n", "TypeError: createToolCallClosure is not a function"),
