@@ -255,3 +255,113 @@ def test_chat_other_choices_are_reported_not_dropped() -> None:
     assert [c.id for c in ingested.calls] == ["call_a", "call_b"]
     assert [(s.index, s.type) for s in ingested.skipped] == [(-1, "content"), (1, "choice")]
     assert openai_chat.ingest(ChatCompletion.model_validate(two).choices[1]).calls == ingested.calls
+
+
+# --------------------------------------------------------------------------- another provider's value
+
+
+def _turns() -> dict[str, list[tuple[str, object]]]:
+    """Every shape each provider's ingest accepts, as the SDK object and as the dict, by provider."""
+    chat = ChatCompletion.model_validate(CHAT)
+    response = Response.model_validate(RESPONSE)
+    message = Message.model_validate(MESSAGE)
+    reply = genai.GenerateContentResponse.model_validate(GEMINI)
+    assert chat.choices[0].message.tool_calls is not None
+    assert reply.candidates is not None
+    assert reply.candidates[0].content is not None
+    return {
+        "openai_chat": [
+            ("completion", chat),
+            ("completion dict", CHAT),
+            ("choice", chat.choices[0]),
+            ("message", chat.choices[0].message),
+            ("tool calls", chat.choices[0].message.tool_calls),
+        ],
+        "openai_responses": [("response", response), ("response dict", RESPONSE), ("output", response.output)],
+        "anthropic": [("message", message), ("message dict", MESSAGE), ("content", message.content)],
+        "gemini": [
+            ("response", reply),
+            ("response dict", GEMINI),
+            ("candidate", reply.candidates[0]),
+            ("content", reply.candidates[0].content),
+            ("parts", reply.candidates[0].content.parts),
+        ],
+        "bedrock": [
+            ("response", CONVERSE),
+            ("message", CONVERSE["output"]["message"]),
+            ("content", CONVERSE["output"]["message"]["content"]),
+        ],
+    }
+
+
+_READERS = {
+    "openai_chat": openai_chat,
+    "openai_responses": openai_responses,
+    "anthropic": anthropic,
+    "gemini": gemini,
+    "bedrock": bedrock,
+}
+_CASES = [
+    (owner, shape, reader)
+    for owner, shapes in _turns().items()
+    for shape, _ in shapes
+    for reader in _READERS
+    if reader != owner
+]
+
+
+@pytest.mark.parametrize(("owner", "shape", "reader"), _CASES, ids=[f"{o}-{s}-to-{r}" for o, s, r in _CASES])
+def test_another_providers_turn_is_refused_never_read_as_one_without_calls(owner: str, shape: str, reader: str) -> None:
+    """Read as empty, its tool calls would get no result: the next request fails far from the cause, or the loop
+    ends as if the model had asked for nothing. Every shape of every provider, given to every other provider."""
+    from tool_call_closure import UsageError
+
+    value = dict(_turns()[owner])[shape]
+    with pytest.raises(UsageError) as raised:
+        _READERS[reader].ingest(value)
+    assert raised.value.code == "provider_value_invalid"
+    assert str(raised.value).startswith(f"{reader}.ingest")
+
+
+@pytest.mark.parametrize("owner", list(_READERS))
+def test_each_provider_still_reads_every_shape_of_its_own(owner: str) -> None:
+    counts = {shape: len(_READERS[owner].ingest(value).calls) for shape, value in _turns()[owner]}
+    assert all(count > 0 for count in counts.values()), counts
+
+
+def test_the_refusal_names_what_it_got_and_what_it_expected() -> None:
+    from tool_call_closure import UsageError
+
+    with pytest.raises(UsageError) as raised:
+        openai_responses.ingest(ChatCompletion.model_validate(CHAT))
+    assert str(raised.value) == (
+        "openai_responses.ingest expected a Response or a list of its output items, "
+        "got openai.types.chat.chat_completion.ChatCompletion"
+    )
+    with pytest.raises(UsageError) as raised:
+        anthropic.ingest(CONVERSE)
+    assert str(raised.value) == (
+        "anthropic.ingest expected a Message or a list of its content blocks, got a dict with keys output, stopReason"
+    )
+    with pytest.raises(UsageError) as raised:
+        bedrock.ingest(Message.model_validate(MESSAGE))
+    assert str(raised.value) == (
+        "bedrock.ingest: item 2 is an Anthropic tool_use block: ingest it with its own provider's module"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reader", "value"),
+    [
+        (openai_chat, {**CHAT, "choices": []}),  # no choice at all
+        (openai_chat, {"role": "assistant", "content": None}),  # a message without calls or text
+        (openai_responses, {**RESPONSE, "output": []}),
+        (anthropic, {**MESSAGE, "content": []}),
+        (gemini, {"candidates": []}),  # the prompt was blocked
+        (gemini, {"candidates": [{"finish_reason": "SAFETY", "content": None}]}),  # stopped before any content
+        (gemini, {"candidates": [{"finish_reason": "MAX_TOKENS", "content": {"role": "model"}}]}),  # no parts
+        (bedrock, {"output": {"message": {"role": "assistant", "content": []}}, "stopReason": "end_turn"}),
+    ],
+)
+def test_a_turn_of_its_own_provider_without_calls_still_reads_as_none(reader: Any, value: object) -> None:
+    assert reader.ingest(value).calls == ()

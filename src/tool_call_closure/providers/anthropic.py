@@ -29,7 +29,15 @@ from dataclasses import field as dataclass_field
 from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
+from tool_call_closure.providers.reading import (
+    arguments_text,
+    field,
+    incomplete_problem,
+    items,
+    parse_arguments,
+    refuse_foreign_call,
+    require_fields,
+)
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import (
     AnthropicContentBlockParam,
@@ -80,7 +88,9 @@ def ingest(value: object) -> Ingested:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         content, stop = list(value), None
     else:
-        content, stop = items(field(value, "content")), field(value, "stop_reason")
+        require_fields(value, ("content",), "anthropic.ingest", "a Message or a list of its content blocks")
+        refuse_foreign_call(value, "the value", "anthropic.ingest")
+        content, stop = items(field(value, "content"), "anthropic.ingest: the content"), field(value, "stop_reason")
     calls: list[ToolCall] = []
     skipped: list[SkippedItem] = []
     for index, block in enumerate(content):
@@ -89,6 +99,7 @@ def ingest(value: object) -> Ingested:
             cut = stop == "max_tokens" and index == len(content) - 1
             calls.append(_call(block, "the message stopped on max_tokens inside this call" if cut else None))
         else:
+            refuse_foreign_call(block, f"item {index}", "anthropic.ingest")
             skipped.append(SkippedItem(index, kind, _skip_reason(kind)))
     return Ingested.of(calls, skipped, stop)
 

@@ -33,7 +33,15 @@ from dataclasses import field as dataclass_field
 from typing import Any, Final
 
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import arguments_text, field, incomplete_problem, items, parse_arguments
+from tool_call_closure.providers.reading import (
+    arguments_text,
+    field,
+    incomplete_problem,
+    items,
+    parse_arguments,
+    refuse_foreign_call,
+    require_fields,
+)
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import BedrockContentBlock, BedrockMessage
 from tool_call_closure.values import CallRecord, Snapshot, call_records
@@ -75,6 +83,9 @@ def _block_kind(block: object) -> str:
     return "unknown"
 
 
+_EXPECTED: Final = "a Converse response (output.message), its message or its content list"
+
+
 def ingest(value: object) -> Ingested:
     """The ``toolUse`` blocks of a Converse response, its message, or its content list."""
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
@@ -82,12 +93,15 @@ def ingest(value: object) -> Ingested:
     else:
         stop = field(value, "stopReason")
         message = field(field(value, "output"), "message") or value
-        content = items(field(message, "content"))
+        require_fields(message, ("content",), "bedrock.ingest", _EXPECTED)
+        refuse_foreign_call(message, "the message", "bedrock.ingest")
+        content = items(field(message, "content"), "bedrock.ingest: the message's content")
     calls: list[ToolCall] = []
     skipped: list[SkippedItem] = []
     for index, block in enumerate(content):
         tool_use = field(block, "toolUse")
         if tool_use is None:
+            refuse_foreign_call(block, f"item {index}", "bedrock.ingest")
             kind = _block_kind(block)
             skipped.append(SkippedItem(index, kind, f"a {kind} block is not a tool call"))
             continue

@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import arguments_text, field, items
+from tool_call_closure.providers.reading import arguments_text, field, items, refuse_foreign_call, require_fields
 from tool_call_closure.providers.result_text import record_error_object
 from tool_call_closure.providers.sdk_types import GeminiContent, GeminiPart
 from tool_call_closure.values import CONTENT, STATUS, CallRecord, Snapshot, call_records
@@ -85,18 +85,22 @@ def _value(enum_or_text: object) -> str | None:
     return str(getattr(enum_or_text, "value", enum_or_text))
 
 
-def _parts_of(value: object) -> tuple[list[Any], str | None]:
+_EXPECTED: Final = "a GenerateContentResponse, a candidate, a Content or a list of parts"
+
+
+def _parts_of(value: object, reader: str) -> tuple[list[Any], str | None]:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return list(value), None
     candidates = field(value, "candidates")
     if candidates is not None:
-        listed = items(candidates)
-        value = listed[0] if listed else None
+        listed = items(candidates, f"{reader}: the candidates")
+        value = listed[0] if listed else None  # none: the prompt was blocked, nothing to read
     finish = _value(field(value, "finish_reason"))
     content = field(value, "content")
-    if content is not None:
+    if content is not None:  # a candidate's content (None when it was stopped before any, e.g. for safety)
+        require_fields(content, ("parts", "role"), reader, "a candidate's content to be a Content (parts, role)")
         value = content
-    return items(field(value, "parts")), finish
+    return items(field(value, "parts"), f"{reader}: the parts"), finish
 
 
 def _skip_reason(part: object) -> tuple[str, str]:
@@ -129,7 +133,10 @@ def _call(function_call: object, position: int) -> ToolCall:
 
 def ingest(value: object) -> Ingested:
     """The ``function_call`` parts of a response, candidate, content or part list, with ids for those lacking one."""
-    parts, finish = _parts_of(value)
+    if not (isinstance(value, Sequence) and not isinstance(value, str | bytes)):
+        require_fields(value, ("candidates", "content", "parts"), "gemini.ingest", _EXPECTED)
+        refuse_foreign_call(value, "the value", "gemini.ingest")
+    parts, finish = _parts_of(value, "gemini.ingest")
     calls: list[ToolCall] = []
     skipped: list[SkippedItem] = []
     for index, part in enumerate(parts):
@@ -137,6 +144,7 @@ def ingest(value: object) -> Ingested:
         if function_call is not None:
             calls.append(_call(function_call, len(calls)))
         else:
+            refuse_foreign_call(part, f"item {index}", "gemini.ingest")
             kind, reason = _skip_reason(part)
             skipped.append(SkippedItem(index, kind, reason))
     return Ingested.of(calls, skipped, finish)
@@ -155,7 +163,7 @@ class GeminiStream:
 
     def add(self, chunk: object) -> tuple[ToolCall, ...]:
         """Take one chunk; returns the calls it carried."""
-        parts, finish = _parts_of(chunk)
+        parts, finish = _parts_of(chunk, "GeminiStream.add")
         self._finish = finish or self._finish
         completed: list[ToolCall] = []
         for part in parts:

@@ -38,8 +38,16 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
+from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import field, items, parse_arguments
+from tool_call_closure.providers.reading import (
+    described,
+    field,
+    items,
+    parse_arguments,
+    refuse_foreign_call,
+    require_fields,
+)
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import (
     ChatCompletionAssistantMessageParam,
@@ -95,6 +103,11 @@ def _function_call(entry: object, reason: str | None) -> ToolCall:
     return ToolCall(call_id, field(function, "name") or "", arguments, text, problem or reason, PROVIDER)
 
 
+_CALL_KINDS: Final = ("function", "custom")  # a Chat tool call's type (a malformed one is a call with a problem)
+_MESSAGE_FIELDS: Final = ("tool_calls", "content", "refusal")  # an assistant message has at least one of them
+_EXPECTED: Final = "a ChatCompletion, a choice, an assistant message or a list of tool calls"
+
+
 def ingest(value: object) -> Ingested:
     """The calls of a ``ChatCompletion`` (its first choice), a choice, an assistant message or a ``tool_calls`` list.
 
@@ -103,8 +116,20 @@ def ingest(value: object) -> Ingested:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         entries, message, finish = list(value), None, None
     else:
+        require_fields(value, ("choices", "message", *_MESSAGE_FIELDS), "openai_chat.ingest", _EXPECTED)
         message, finish = _message_of(value)
-        entries = items(field(message, "tool_calls"))
+        if message is not None:  # a completion without choices has no message: nothing to read
+            require_fields(message, _MESSAGE_FIELDS, "openai_chat.ingest", "an assistant message in the choice")
+        entries = items(field(message, "tool_calls"), "openai_chat.ingest: the message's tool_calls")
+        content = field(message, "content")
+        if isinstance(content, Sequence) and not isinstance(content, str | bytes):  # content parts
+            for index, part in enumerate(content):
+                refuse_foreign_call(part, f"content part {index}", "openai_chat.ingest")
+        elif content is not None and not isinstance(content, str):  # a Gemini candidate's Content, say
+            raise UsageError(
+                f"openai_chat.ingest: the message's content is {described(content)}, not text or content parts",
+                code="provider_value_invalid",
+            )
     skipped = [
         SkippedItem(-1, kind, f"the message's {kind} is not a tool call")
         for kind in ("content", "refusal")
@@ -115,6 +140,9 @@ def ingest(value: object) -> Ingested:
         SkippedItem(index, "choice", "only the first choice is ingested: ingest another choice on its own")
         for index, _ in enumerate(alternatives, start=1)
     ]
+    for index, entry in enumerate(entries):
+        if field(entry, "type") not in _CALL_KINDS and field(entry, "function") is None:  # not a Chat tool call
+            refuse_foreign_call(entry, f"tool call {index}", "openai_chat.ingest")
     calls = [_function_call(entry, None) for entry in entries]
     if calls and finish == "length" and calls[-1].problem is None:
         calls[-1] = _with_problem(calls[-1], TRUNCATED.format(reason=finish))

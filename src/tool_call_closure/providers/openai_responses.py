@@ -35,7 +35,14 @@ from typing import Any, Final
 
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import field, incomplete_problem, items, parse_arguments
+from tool_call_closure.providers.reading import (
+    field,
+    incomplete_problem,
+    items,
+    parse_arguments,
+    refuse_foreign_call,
+    require_fields,
+)
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
 from tool_call_closure.values import CallRecord, Snapshot, call_records
@@ -88,7 +95,8 @@ def ingest(value: object) -> Ingested:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         output, stop = list(value), None
     else:
-        output = items(field(value, "output"))
+        require_fields(value, ("output",), "openai_responses.ingest", "a Response or a list of its output items")
+        output = items(field(value, "output"), "openai_responses.ingest: the output")
         stop = field(field(value, "incomplete_details"), "reason") or field(value, "status")
     calls: list[ToolCall] = []
     skipped: list[SkippedItem] = []
@@ -97,6 +105,7 @@ def ingest(value: object) -> Ingested:
         if kind == "function_call":
             calls.append(_call(item))
         else:
+            refuse_foreign_call(item, f"item {index}", "openai_responses.ingest")
             skipped.append(SkippedItem(index, kind, _skip_reason(kind)))
     return Ingested.of(calls, skipped, stop)
 

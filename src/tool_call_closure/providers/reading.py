@@ -26,7 +26,18 @@ from typing import Any, Final, cast
 from tool_call_closure.ecma import json_stringify
 from tool_call_closure.errors import ToolCallClosureError, UsageError
 
-__all__ = ["arguments_text", "field", "incomplete_problem", "items", "parse_arguments"]
+__all__ = [
+    "arguments_text",
+    "described",
+    "field",
+    "foreign_call",
+    "has_field",
+    "incomplete_problem",
+    "items",
+    "parse_arguments",
+    "refuse_foreign_call",
+    "require_fields",
+]
 
 _NOT_A_SEQUENCE: Final = (str, bytes, bytearray)
 
@@ -40,13 +51,96 @@ def field(value: object, key: str) -> Any:
     return getattr(value, key, None)
 
 
-def items(value: object) -> list[Any]:
-    """A list or tuple field as a list; ``None`` (a missing field) as ``[]``; anything else raises ``TypeError``."""
+def has_field(value: object, key: str) -> bool:
+    """Whether ``value`` has the field ``key`` at all (a mapping's key, an object's attribute), ``None`` or not."""
+    if value is None:
+        return False
+    if isinstance(value, Mapping):
+        return key in value
+    return hasattr(value, key)
+
+
+def require_fields(value: object, keys: tuple[str, ...], reader: str, expected: str) -> None:
+    """Refuse ``value`` unless it has one of ``keys``: it is not what ``reader`` reads.
+
+    :func:`field` reads a missing field as ``None``, and ingestion reads that
+    as "no items", so another provider's response (or anything else) would
+    otherwise read as a response without tool calls, and every call it holds
+    would be dropped without a word.  Each ingest names the fields its shapes
+    have; a value with none of them raises ``provider_value_invalid``, naming
+    what it got.
+    """
+    if any(has_field(value, key) for key in keys):
+        return
+    raise UsageError(f"{reader} expected {expected}, got {described(value)}", code="provider_value_invalid")
+
+
+# How each API's tool calls look where another API's reader could meet them: by ``type`` (Anthropic,
+# Responses) or by the field that holds the call (Gemini, Bedrock, a Chat message).
+_CALL_TYPES: Final = {
+    "tool_use": "an Anthropic tool_use block",
+    "function_call": "an OpenAI Responses function_call item",
+    "function": "an OpenAI Chat tool call",
+}
+_CALL_FIELDS: Final = {
+    "function_call": "a Gemini part with a function_call",
+    "toolUse": "a Bedrock toolUse block",
+    "tool_calls": "an OpenAI Chat message with tool_calls",
+}
+
+
+def foreign_call(value: object) -> str | None:
+    """What ``value`` is if it is (or holds) a tool call in one of the APIs' formats, else ``None``."""
+    kind = field(value, "type")
+    if type(kind) is str and kind in _CALL_TYPES:
+        return _CALL_TYPES[kind]
+    for key, described in _CALL_FIELDS.items():
+        if field(value, key):
+            return described
+    return None
+
+
+def refuse_foreign_call(value: object, where: str, reader: str) -> None:
+    """Refuse a value a reader is about to skip, or read as holding no calls, that is another API's tool call.
+
+    Skipped items are reported, not errors: text, reasoning and the like need
+    no result.  A tool call of another API is different: read past, it would
+    get no result, and the provider would refuse the next request (or the
+    loop end early) far from the cause.  So the reader that meets one raises
+    ``provider_value_invalid`` naming it: the value was given to the wrong
+    provider's module.  Each reader calls this only after taking its own
+    calls, so its own format is never refused.
+    """
+    described = foreign_call(value)
+    if described is not None:
+        raise UsageError(
+            f"{reader}: {where} is {described}: ingest it with its own provider's module",
+            code="provider_value_invalid",
+        )
+
+
+def described(value: object) -> str:
+    """A value's type as a reader recognises it: the class with its module (the SDK), or a dict's keys."""
+    if isinstance(value, Mapping):
+        keys = sorted(key if type(key) is str else type(key).__name__ for key in value)
+        shown = ", ".join(keys[:8]) + (", …" if len(keys) > 8 else "")
+        return f"a {type(value).__name__} with keys {shown}" if keys else f"an empty {type(value).__name__}"
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def items(value: object, where: str = "") -> list[Any]:
+    """A list or tuple field as a list; ``None`` (a missing field) as ``[]``; anything else raises ``UsageError``.
+
+    ``where`` names the field for the error (``"anthropic.ingest: the content"``).
+    """
     if value is None:
         return []
     if isinstance(value, Sequence) and not isinstance(value, _NOT_A_SEQUENCE):
         return list(value)
-    raise UsageError(f"expected a list of provider items, got {type(value).__name__}", code="provider_value_invalid")
+    got = type(value).__name__ if not where else described(value)
+    prefix = f"{where}: " if where else ""
+    raise UsageError(f"{prefix}expected a list of provider items, got {got}", code="provider_value_invalid")
 
 
 def _refuse_constant(name: str) -> Any:
