@@ -324,3 +324,71 @@ def test_chat_fragment_without_any_id_is_reported_not_announced() -> None:
     assert [c.id for c in ingested.calls] == ["call_b"]
     assert [(s.index, s.type) for s in ingested.skipped] == [(0, "call_without_id")]
     assert ToolCallClosure().begin(ingested.calls).generation == 1
+
+
+# --------------------------------------------------------------------------- another provider's events
+
+
+def _streams() -> dict[str, list[object]]:
+    """A tool-calling stream of each provider, as the SDK's event objects where the SDK has them."""
+    from google.genai import types as genai
+
+    responses: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+    events: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)
+    gemini_chunk = {
+        "candidates": [{"content": {"role": "model", "parts": [{"function_call": {"name": "weather", "args": {}}}]}}]
+    }
+    return {
+        "openai_chat": [
+            ChatCompletionChunk.model_validate(_chunk(_fragment(0, "call_1", "weather", '{"city":"Oslo"}'))),
+            ChatCompletionChunk.model_validate(_chunk(finish="tool_calls")),
+        ],
+        "openai_responses": [responses.validate_python(event) for event in _responses_events()],
+        "anthropic": [events.validate_python(event) for event in _anthropic_events("tool_use")],
+        "gemini": [genai.GenerateContentResponse.model_validate(gemini_chunk), gemini_chunk],
+        "bedrock": list(_bedrock_events()),
+    }
+
+
+_STREAMS = {
+    "openai_chat": openai_chat.ChatStream,
+    "openai_responses": openai_responses.ResponsesStream,
+    "anthropic": anthropic.AnthropicStream,
+    "gemini": gemini.GeminiStream,
+    "bedrock": bedrock.BedrockStream,
+}
+_STREAM_CASES = [(owner, reader) for owner in _STREAMS for reader in _STREAMS if reader != owner]
+
+
+@pytest.mark.parametrize(("owner", "reader"), _STREAM_CASES, ids=[f"{o}-to-{r}" for o, r in _STREAM_CASES])
+def test_another_providers_stream_is_refused_at_its_first_event(owner: str, reader: str) -> None:
+    """An accumulator passes over events it has no use for; another provider's would all be passed over, and the
+    stream would finish with no calls. Each is refused at its first event, naming whose event it is."""
+    from tool_call_closure import UsageError
+
+    first = _streams()[owner][0]
+    stream = _STREAMS[reader]()
+    with pytest.raises(UsageError) as raised:
+        stream.add(first)
+    assert raised.value.code == "provider_value_invalid"
+    assert str(raised.value).startswith(f"{_STREAMS[reader].__name__}.add: the event is a {owner} stream event")
+    assert stream.finish().calls == ()  # refused: nothing of it taken
+
+
+@pytest.mark.parametrize("owner", list(_STREAMS))
+def test_each_accumulator_still_takes_every_event_of_its_own(owner: str) -> None:
+    stream = _STREAMS[owner]()
+    for event in _streams()[owner]:
+        stream.add(event)
+    assert stream.finish().calls
+
+
+def test_an_event_that_names_no_api_is_passed_over_as_before() -> None:
+    """Events that carry nothing to take (a ping, an error, a usage-only chunk) are not another API's: no refusal."""
+    for stream, event in (
+        (anthropic.AnthropicStream(), {"type": "ping"}),
+        (openai_responses.ResponsesStream(), {"type": "error", "message": "m"}),
+        (gemini.GeminiStream(), {"usageMetadata": {"totalTokenCount": 3}}),
+        (bedrock.BedrockStream(), {"unknownEvent": {}}),
+    ):
+        assert stream.add(event) == ()

@@ -36,6 +36,7 @@ from tool_call_closure.providers.reading import (
     items,
     parse_arguments,
     refuse_foreign_call,
+    refuse_foreign_event,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -130,6 +131,7 @@ class AnthropicStream:
 
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any."""
+        refuse_foreign_event(event, "anthropic", "AnthropicStream.add")
         kind = field(event, "type")
         index = field(event, "index")
         partial: _Partial | None

@@ -40,6 +40,7 @@ from tool_call_closure.providers.reading import (
     items,
     parse_arguments,
     refuse_foreign_call,
+    refuse_foreign_event,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -139,6 +140,7 @@ class BedrockStream:
 
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any."""
+        refuse_foreign_event(event, "bedrock", "BedrockStream.add")
         partial: _Partial | None
         start = field(event, "contentBlockStart")
         delta = field(event, "contentBlockDelta")

@@ -40,7 +40,14 @@ from typing import Any, Final
 
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.reading import arguments_text, field, items, refuse_foreign_call, require_fields
+from tool_call_closure.providers.reading import (
+    arguments_text,
+    field,
+    items,
+    refuse_foreign_call,
+    refuse_foreign_event,
+    require_fields,
+)
 from tool_call_closure.providers.result_text import record_error_object
 from tool_call_closure.providers.sdk_types import GeminiContent, GeminiPart
 from tool_call_closure.values import CONTENT, STATUS, CallRecord, Snapshot, call_records
@@ -163,6 +170,7 @@ class GeminiStream:
 
     def add(self, chunk: object) -> tuple[ToolCall, ...]:
         """Take one chunk; returns the calls it carried."""
+        refuse_foreign_event(chunk, "gemini", "GeminiStream.add")
         parts, finish = _parts_of(chunk, "GeminiStream.add")
         self._finish = finish or self._finish
         completed: list[ToolCall] = []

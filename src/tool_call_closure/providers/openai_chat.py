@@ -46,6 +46,7 @@ from tool_call_closure.providers.reading import (
     items,
     parse_arguments,
     refuse_foreign_call,
+    refuse_foreign_event,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -178,6 +179,7 @@ class ChatStream:
 
     def add(self, chunk: object) -> tuple[ToolCall, ...]:
         """Take one chunk; returns the calls it completed (always none for Chat: see ``finish``)."""
+        refuse_foreign_event(chunk, "openai_chat", "ChatStream.add")
         for choice in items(field(chunk, "choices")):
             if (field(choice, "index") or 0) != self._choice:
                 continue

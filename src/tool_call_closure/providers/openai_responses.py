@@ -41,6 +41,7 @@ from tool_call_closure.providers.reading import (
     items,
     parse_arguments,
     refuse_foreign_call,
+    refuse_foreign_event,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -135,6 +136,7 @@ class ResponsesStream:
 
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any."""
+        refuse_foreign_event(event, "openai_responses", "ResponsesStream.add")
         kind = field(event, "type")
         item = field(event, "item")
         partial: _Partial | None

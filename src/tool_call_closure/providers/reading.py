@@ -36,7 +36,9 @@ __all__ = [
     "items",
     "parse_arguments",
     "refuse_foreign_call",
+    "refuse_foreign_event",
     "require_fields",
+    "stream_event_api",
 ]
 
 _NOT_A_SEQUENCE: Final = (str, bytes, bytearray)
@@ -115,6 +117,56 @@ def refuse_foreign_call(value: object, where: str, reader: str) -> None:
     if described is not None:
         raise UsageError(
             f"{reader}: {where} is {described}: ingest it with its own provider's module",
+            code="provider_value_invalid",
+        )
+
+
+# How each API's stream events are told apart (a stream accumulator passes over events it has no use for,
+# so another API's events would be passed over, every call in them with them).
+_ANTHROPIC_EVENTS: Final = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    }
+)
+_BEDROCK_EVENTS: Final = (
+    "messageStart",
+    "contentBlockStart",
+    "contentBlockDelta",
+    "contentBlockStop",
+    "messageStop",
+    "metadata",
+)
+
+
+def stream_event_api(event: object) -> str | None:
+    """The provider module whose stream ``event`` is, when that can be told; ``None`` when it cannot."""
+    kind = field(event, "type")
+    if type(kind) is str:
+        if kind.startswith("response."):
+            return "openai_responses"
+        if kind in _ANTHROPIC_EVENTS:
+            return "anthropic"
+    if has_field(event, "choices"):
+        return "openai_chat"
+    if has_field(event, "candidates"):
+        return "gemini"
+    if isinstance(event, Mapping) and any(key in event for key in _BEDROCK_EVENTS):
+        return "bedrock"
+    return None
+
+
+def refuse_foreign_event(event: object, own: str, reader: str) -> None:
+    """Refuse a stream event of another provider's API: passed over as an event of no use, its calls would be lost."""
+    api = stream_event_api(event)
+    if api is not None and api != own:
+        raise UsageError(
+            f"{reader}: the event is a {api} stream event ({described(event)}): accumulate it with "
+            f"providers.{api}'s stream",
             code="provider_value_invalid",
         )
 
