@@ -233,3 +233,42 @@ def test_bedrock_next_messages_and_preflight() -> None:
         [assistant, {"role": "user", "content": [results[0], empty]}],
         "messages.1.content.1: toolResult cannot be empty when status value is error",
     )
+
+
+# --------------------------------------------------------------------------- another provider's turn
+
+
+_NEXT: dict[str, Any] = {
+    "openai_chat": lambda turn: openai_chat.next_messages(turn, []),
+    "openai_responses": lambda turn: openai_responses.next_input(turn, []),
+    "anthropic": lambda turn: anthropic.next_messages(turn, []),
+    "gemini": lambda turn: gemini.next_contents(turn, []),
+    "bedrock": lambda turn: bedrock.next_messages(turn, []),
+}
+_TURNS: dict[str, object] = {
+    "openai_chat": CHAT,
+    "openai_responses": RESPONSE,
+    "anthropic": MESSAGE,
+    "gemini": GEMINI,
+    "bedrock": CONVERSE,
+}
+_NEXT_CASES = [(owner, builder) for owner in _TURNS for builder in _NEXT if builder != owner]
+
+
+@pytest.mark.parametrize(("owner", "builder"), _NEXT_CASES, ids=[f"{o}-to-{b}" for o, b in _NEXT_CASES])
+def test_the_next_request_refuses_another_providers_turn(owner: str, builder: str) -> None:
+    """Built from another provider's turn, the request would echo no calls (or the wrong ones) and the provider
+    would refuse it; the builder reads the turn as its ingest does, and refuses it the same way."""
+    from tool_call_closure import UsageError
+
+    with pytest.raises(UsageError) as raised:
+        _NEXT[builder](_TURNS[owner])
+    assert raised.value.code == "provider_value_invalid"
+    assert str(raised.value).startswith(f"{builder}.ingest")
+
+
+@pytest.mark.parametrize("owner", list(_TURNS))
+def test_the_next_request_of_its_own_turn_is_still_checked_by_the_providers_rule(owner: str) -> None:
+    """With no results the pair breaks the provider's rule: the preflight's error, not a refusal of the turn."""
+    with pytest.raises(ProviderRuleError):
+        _NEXT[owner](_TURNS[owner])

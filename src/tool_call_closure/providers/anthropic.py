@@ -207,6 +207,7 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
 
 def _assistant_content(source: object) -> list[Any]:
     """The assistant turn's blocks: a ``Message``'s content as is (thinking signatures intact), or rebuilt calls."""
+    ingest(source)  # the turn ingest reads: another provider's value is refused here too
     if isinstance(source, Sequence) and not isinstance(source, str | bytes):
         blocks = list(source)
     else:

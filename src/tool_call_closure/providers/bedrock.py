@@ -204,6 +204,7 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
 
 def _assistant_message(source: object) -> dict[str, Any]:
     """The assistant turn: a Converse response's message, the message itself, or rebuilt from ingested calls."""
+    ingest(source)  # the turn ingest reads: another provider's value is refused here too
     if isinstance(source, Sequence) and not isinstance(source, str | bytes):
         return {
             "role": "assistant",

@@ -275,6 +275,7 @@ def next_contents(model_turn: object, function_responses: Sequence[GeminiPart]) 
     For a stream, pass the model Content you assembled from its chunks.
     Checked with :func:`check_contents`.
     """
+    ingest(model_turn)  # the turn ingest reads: another provider's value is refused here too
     contents: list[Any] = [_model_content(model_turn), {"role": "user", "parts": list(function_responses)}]
     check_contents(contents)
     return contents

@@ -253,6 +253,7 @@ def assistant_message(source: object) -> ChatCompletionAssistantMessageParam:
     (``ChatStream.finish().calls``).  Every call is echoed with its id, name
     and raw arguments text, the incomplete ones included: each gets a result.
     """
+    ingest(source)  # the turn ingest reads: another provider's value is refused here too
     if isinstance(source, Sequence) and not isinstance(source, str | bytes):
         content, calls = None, list(source)
     else:

@@ -273,6 +273,7 @@ def next_input(
     if previous_response_id:
         next_items = list(outputs)
     else:
+        ingest(output)  # the turn ingest reads: another provider's value is refused here too
         source = items(field(output, "output")) if field(output, "output") is not None else items(output)
         next_items = [*(_input_item(item) for item in source), *outputs]
     check_input(next_items, previous_response_id=previous_response_id)
