@@ -814,3 +814,33 @@ def test_hundreds_of_calls_stopped_at_a_random_point_each_get_exactly_one_outcom
     if report is not None:
         assert set(report.started) == set(fate)
         assert report.still_running == ()
+
+
+def test_a_tool_that_is_not_callable_is_refused_before_anything_is_announced() -> None:
+    closure = ToolCallClosure()
+
+    async def fine() -> int:
+        return 1
+
+    with pytest.raises(UsageError, match=r"^tools\['broken'\] must be a function, got int$"):
+        asyncio.run(run(closure, [call("c1", "fine")], {"fine": fine, "broken": 5}))
+    assert closure.snapshot() is None  # nothing begun: no batch left open with pending calls
+
+
+def test_a_plain_function_tool_keeps_the_value_it_returned_and_is_warned_about() -> None:
+    """It has already run (on the loop): its value is its outcome, never an error that would invite a second run."""
+    ran: list[int] = []
+
+    def plain(x: int) -> dict[str, int]:
+        ran.append(x)
+        return {"x": x}
+
+    closure = ToolCallClosure()
+    with pytest.warns(RuntimeWarning, match=r"^tool 'plain' returned dict, not an awaitable: it ran on the event loop"):
+        report = asyncio.run(run(closure, [call("c1", "plain", x=7)], {"plain": plain}))
+    assert ran == [7]
+    assert report.ending == "completed"
+    (entry,) = report.snapshot.calls
+    assert entry.state == "success"
+    assert entry.settlement is not None
+    assert entry.settlement.content == '{"x":7}'

@@ -8,9 +8,11 @@ timeout.  Nothing asserts on elapsed time.
 from __future__ import annotations
 
 import _thread
+import gc
 import json
 import random
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -389,3 +391,31 @@ def test_an_interrupt_of_the_supervising_thread_closes_the_batch_run_cancelled_a
         "code": "run_cancelled",
         "message": "The run was cancelled before this tool call completed. The call never started.",
     }
+
+
+def test_a_tool_that_is_not_callable_is_refused_before_anything_is_announced() -> None:
+    closure = ToolCallClosure()
+    with pytest.raises(UsageError, match=r"^tools\['broken'\] must be a function, got str$"):
+        run_tool_calls_in_threads(closure, [call("c1", "fine")], {"fine": lambda: 1, "broken": "x"})
+    assert closure.snapshot() is None
+
+
+def test_an_async_tool_given_to_the_thread_runner_did_not_run_and_says_so() -> None:
+    """It returned a coroutine, and none of it ran: an error naming the runner to use, the coroutine closed."""
+    ran: list[int] = []
+
+    async def asynchronous(x: int) -> int:
+        ran.append(x)
+        return x
+
+    closure = ToolCallClosure()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine left unawaited would warn when collected
+        report = run_tool_calls_in_threads(closure, [call("c1", "asynchronous", x=1)], {"asynchronous": asynchronous})
+        gc.collect()
+    assert ran == []
+    assert outcome(report.snapshot, "c1") == ("error", "tool_error", None)
+    assert error_of(report.snapshot, "c1")["message"] == (
+        "tool 'asynchronous' returned coroutine, an awaitable, and did not run: "
+        "run_tool_calls_in_threads calls plain functions; run async tools with run_tool_calls"
+    )

@@ -7,6 +7,10 @@ ones that must not run, and starts one task per runnable call.  A task waits
 for the concurrency limiter, *starts* (recorded by the batch, and only while
 the batch is open), invokes the tool and hands what it returns or raises to
 the batch, which settles the call through the closure (:mod:`.batch`).
+A tool that returns a value instead of an awaitable is a plain function that
+has already run, on the loop: its value is its outcome (an error would tell
+the model it failed, and invite a second run of what it did), with a
+``RuntimeWarning`` that it blocked the loop and could not be timed out.
 
 A per-call timeout is a timer on the loop: when it fires, the call is settled
 ``tool_timeout`` first and its task cancelled second, so the timeout is the
@@ -52,6 +56,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -195,7 +201,8 @@ async def _execute(
     if call_timeout is not None:
         timer = loop.call_later(call_timeout, _expire, batch, index, task, call_timeout)
     try:
-        value = await invoke()
+        returned = invoke()
+        value = await returned if inspect.isawaitable(returned) else _ran_on_the_loop(batch, index, returned)
     except asyncio.CancelledError as exc:
         if task.cancelling() == 0:  # raised by the tool itself, not a cancellation of this task
             batch.deliver_error(index, exc)
@@ -207,6 +214,24 @@ async def _execute(
     finally:
         if timer is not None:
             timer.cancel()
+
+
+def _ran_on_the_loop(batch: RunningBatch, index: int, value: object) -> object:
+    """A tool that returned a value, not an awaitable: a plain function, which has already run, on the loop.
+
+    Its value is its outcome — it ran, and recording an error would tell the
+    model it failed (and invite a second run of whatever it did).  But it ran
+    on the event loop, blocking every other tool, and ``call_timeout`` could
+    not interrupt it: a ``RuntimeWarning`` says so.
+    """
+    name = batch.calls[index].name
+    warnings.warn(
+        f"tool {name!r} returned {type(value).__name__}, not an awaitable: it ran on the event loop, blocking it, "
+        "and call_timeout cannot interrupt it; make it async, or run plain functions with run_tool_calls_in_threads",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    return value
 
 
 def _expire(batch: RunningBatch, index: int, task: asyncio.Task[Any], seconds: float) -> None:

@@ -304,11 +304,16 @@ class RunningBatch:
 
 
 def check_tools(tools: object) -> None:
-    """Refuse, before anything is announced, a ``tools`` that is neither a mapping nor a function."""
+    """Refuse, before anything is announced, a ``tools`` that is neither a mapping nor a function, or a mapping
+    with a tool that is not callable (found while the calls run, it would leave the batch open)."""
     if not isinstance(tools, Mapping) and not callable(tools):
         raise UsageError(
             f"tools must be a mapping of tool name to function, or one function, got {type(tools).__name__}"
         )
+    if isinstance(tools, Mapping):
+        for name, tool in tools.items():
+            if not callable(tool):
+                raise UsageError(f"tools[{name!r}] must be a function, got {type(tool).__name__}")
 
 
 def plan_calls(

@@ -7,8 +7,10 @@ The same batch rules as the asyncio runner (:mod:`.batch`), with threads:
 must not run, and submits one work item per runnable call to a
 ``concurrent.futures`` executor.  A work item *starts* (recorded by the batch,
 only while the batch is open), calls the tool and hands what it returns or
-raises to the batch, which settles the call through the closure.  The
-closure is thread-safe and the first outcome it accepts wins, so a worker's
+raises to the batch, which settles the call through the closure.  A tool that
+returns an awaitable (an ``async def`` given to this runner) did not run: its
+outcome is an error saying so, naming :func:`~.asyncio_runner.run_tool_calls`,
+and the coroutine is closed unawaited.  The closure is thread-safe and the first outcome it accepts wins, so a worker's
 result racing the supervisor's timeout or close needs no other arbitration.
 
 The supervisor is the calling thread.  It waits on a condition that every
@@ -46,6 +48,7 @@ would end the work item and sit in a future nobody reads.)
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -119,7 +122,12 @@ def run_tool_calls_in_threads(
                 except BaseException as exc:  # noqa: BLE001  # a worker thread has no cancellation: any exception is the outcome
                     batch.deliver_error(index, exc)
                 else:
-                    batch.deliver_value(index, value)
+                    if inspect.isawaitable(
+                        value
+                    ):  # an async tool: nothing of it ran, so nothing may be recorded as run
+                        batch.deliver_error(index, _not_run(batch.calls[index].name, value))
+                    else:
+                        batch.deliver_value(index, value)
         finally:
             with changed:
                 finished.add(index)
@@ -148,6 +156,16 @@ def run_tool_calls_in_threads(
     with changed:
         left = [index for index, _ in planned if index not in finished]
     return batch.report(ending, left)
+
+
+def _not_run(name: str, awaitable: object) -> TypeError:
+    """The outcome of an async tool given to the thread runner: it returned an awaitable, and none of it ran."""
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()  # never to be awaited: closed, so it is not reported as "never awaited"
+    return TypeError(
+        f"tool {name!r} returned {type(awaitable).__name__}, an awaitable, and did not run: "
+        "run_tool_calls_in_threads calls plain functions; run async tools with run_tool_calls"
+    )
 
 
 def _report_late_error(error: BaseException, late: LateResult) -> None:
