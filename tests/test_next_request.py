@@ -272,3 +272,62 @@ def test_the_next_request_of_its_own_turn_is_still_checked_by_the_providers_rule
     """With no results the pair breaks the provider's rule: the preflight's error, not a refusal of the turn."""
     with pytest.raises(ProviderRuleError):
         _NEXT[owner](_TURNS[owner])
+
+
+# --------------------------------------------------------------------------- another provider's transcript
+
+
+_TRANSCRIPTS: dict[str, list[Any]] = {  # a user turn, then an assistant turn whose call has no result yet
+    "openai_chat": [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
+    ],
+    "anthropic": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+    ],
+    "openai_responses": [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+    ],
+    "gemini": [
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"function_call": {"name": "f", "args": {}}}]},
+    ],
+    "bedrock": [
+        {"role": "user", "content": [{"text": "hi"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "f", "input": {}}}]},
+    ],
+}
+_CHECKS: dict[str, Any] = {
+    "openai_chat": (openai_chat.check_messages, "messages"),
+    "anthropic": (anthropic.check_messages, "messages"),
+    "openai_responses": (openai_responses.check_input, "input_items"),
+    "gemini": (gemini.check_contents, "contents"),
+    "bedrock": (bedrock.check_messages, "messages"),
+}
+_CHECK_CASES = [(owner, checker) for owner in _TRANSCRIPTS for checker in _CHECKS if checker != owner]
+
+
+@pytest.mark.parametrize(("owner", "checker"), _CHECK_CASES, ids=[f"{o}-to-{c}" for o, c in _CHECK_CASES])
+def test_a_preflight_refuses_another_providers_transcript(owner: str, checker: str) -> None:
+    """It finds none of its own calls in another API's transcript, so it would pass one whose calls have no result:
+    the very thing it is there to catch. It names where the foreign call is and which module checks it."""
+    from tool_call_closure import UsageError
+
+    check, argument = _CHECKS[checker]
+    with pytest.raises(UsageError) as raised:
+        check(_TRANSCRIPTS[owner])
+    assert raised.value.code == "provider_value_invalid"
+    assert str(raised.value).startswith(f"{check.__module__.rsplit('.', 1)[1]}.{check.__name__}: {argument}[1]")
+    assert str(raised.value).endswith(f"check it with providers.{owner}")
+
+
+@pytest.mark.parametrize("owner", list(_TRANSCRIPTS))
+def test_a_preflight_of_its_own_transcript_still_applies_the_providers_rule(owner: str) -> None:
+    with pytest.raises(ProviderRuleError):
+        _CHECKS[owner][0](_TRANSCRIPTS[owner])

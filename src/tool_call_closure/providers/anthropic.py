@@ -37,6 +37,7 @@ from tool_call_closure.providers.reading import (
     parse_arguments,
     refuse_foreign_call,
     refuse_foreign_event,
+    refuse_foreign_turns,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -251,6 +252,7 @@ def check_messages(messages: Sequence[Any]) -> None:
     content, one per id; a ``tool_result`` answers a ``tool_use`` of the
     message right before it.
     """
+    refuse_foreign_turns(messages, "anthropic", "anthropic.check_messages", "messages")
     previous_uses: list[str] = []
     for index, message in enumerate(messages):
         blocks = _blocks(message)

@@ -41,6 +41,7 @@ from tool_call_closure.providers.reading import (
     parse_arguments,
     refuse_foreign_call,
     refuse_foreign_event,
+    refuse_foreign_turns,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -231,6 +232,7 @@ def check_messages(messages: Sequence[Any]) -> None:
     carries one ``toolResult`` per ``toolUseId`` (never more), and an error
     result's content is not empty.
     """
+    refuse_foreign_turns(messages, "bedrock", "bedrock.check_messages", "messages")
     uses: list[str] = []
     for index, message in enumerate(messages):
         blocks = items(field(message, "content"))

@@ -46,6 +46,7 @@ from tool_call_closure.providers.reading import (
     items,
     refuse_foreign_call,
     refuse_foreign_event,
+    refuse_foreign_turns,
     require_fields,
 )
 from tool_call_closure.providers.result_text import record_error_object
@@ -253,6 +254,7 @@ def check_contents(contents: Sequence[Any]) -> None:
     The rule: the content right after a turn with function calls has exactly
     as many function responses (and, where the calls carry ids, one for each id).
     """
+    refuse_foreign_turns(contents, "gemini", "gemini.check_contents", "contents")
     for index, content in enumerate(contents):
         calls = [field(part, "function_call") for part in items(field(content, "parts"))]
         calls = [call for call in calls if call is not None]

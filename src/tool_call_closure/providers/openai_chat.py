@@ -47,6 +47,7 @@ from tool_call_closure.providers.reading import (
     parse_arguments,
     refuse_foreign_call,
     refuse_foreign_event,
+    refuse_foreign_turns,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -310,6 +311,7 @@ def check_messages(messages: Sequence[Any]) -> None:
     by one ``role: "tool"`` message per call id, and a tool message answers a
     call of the assistant message right before its run of tool messages.
     """
+    refuse_foreign_turns(messages, "openai_chat", "openai_chat.check_messages", "messages")
     pending: dict[str, None] = {}  # ids still owed, in announcement order
     answered: dict[str, int] = {}  # id -> the index of the tool message that answered it
     owner = -1  # the index of the assistant message whose calls are pending

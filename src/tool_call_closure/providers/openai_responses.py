@@ -42,6 +42,7 @@ from tool_call_closure.providers.reading import (
     parse_arguments,
     refuse_foreign_call,
     refuse_foreign_event,
+    refuse_foreign_turns,
     require_fields,
 )
 from tool_call_closure.providers.result_text import export_rows
@@ -227,6 +228,7 @@ def check_input(input_items: Sequence[Any], *, previous_response_id: bool = Fals
     check cannot see, so only duplicates are checked for such outputs; no two
     items share an ``id``; a ``reasoning`` item is followed by another model item.
     """
+    refuse_foreign_turns(input_items, "openai_responses", "openai_responses.check_input", "input_items")
     calls: dict[str, int] = {}
     outputs: dict[str, int] = {}
     ids: set[str] = set()

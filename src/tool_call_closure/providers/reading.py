@@ -28,15 +28,16 @@ from tool_call_closure.errors import ToolCallClosureError, UsageError
 
 __all__ = [
     "arguments_text",
+    "call_format",
     "described",
     "field",
-    "foreign_call",
     "has_field",
     "incomplete_problem",
     "items",
     "parse_arguments",
     "refuse_foreign_call",
     "refuse_foreign_event",
+    "refuse_foreign_turns",
     "require_fields",
     "stream_event_api",
 ]
@@ -79,27 +80,49 @@ def require_fields(value: object, keys: tuple[str, ...], reader: str, expected: 
 
 # How each API's tool calls look where another API's reader could meet them: by ``type`` (Anthropic,
 # Responses) or by the field that holds the call (Gemini, Bedrock, a Chat message).
-_CALL_TYPES: Final = {
-    "tool_use": "an Anthropic tool_use block",
-    "function_call": "an OpenAI Responses function_call item",
-    "function": "an OpenAI Chat tool call",
+_CALL_TYPES: Final = {  # type -> (the provider module, what it is)
+    "tool_use": ("anthropic", "an Anthropic tool_use block"),
+    "function_call": ("openai_responses", "an OpenAI Responses function_call item"),
+    "function": ("openai_chat", "an OpenAI Chat tool call"),
 }
-_CALL_FIELDS: Final = {
-    "function_call": "a Gemini part with a function_call",
-    "toolUse": "a Bedrock toolUse block",
-    "tool_calls": "an OpenAI Chat message with tool_calls",
+_CALL_FIELDS: Final = {  # field -> (the provider module, what holds it)
+    "function_call": ("gemini", "a Gemini part with a function_call"),
+    "toolUse": ("bedrock", "a Bedrock toolUse block"),
+    "tool_calls": ("openai_chat", "an OpenAI Chat message with tool_calls"),
 }
 
 
-def foreign_call(value: object) -> str | None:
-    """What ``value`` is if it is (or holds) a tool call in one of the APIs' formats, else ``None``."""
+def call_format(value: object) -> tuple[str, str] | None:
+    """``(provider module, what it is)`` if ``value`` is (or holds) a tool call in one of the APIs' formats."""
     kind = field(value, "type")
     if type(kind) is str and kind in _CALL_TYPES:
         return _CALL_TYPES[kind]
-    for key, described in _CALL_FIELDS.items():
+    for key, found in _CALL_FIELDS.items():
         if field(value, key):
-            return described
+            return found
     return None
+
+
+def refuse_foreign_turns(turns: Sequence[Any], own: str, reader: str, argument: str) -> None:
+    """Refuse a transcript that holds another API's tool call: in a turn, its content list or its parts.
+
+    A preflight check reads its own API's calls and results; given another
+    API's transcript it would find none, and pass a transcript whose calls
+    have no results — the very thing it is there to catch.
+    """
+    for index, turn in enumerate(turns):
+        pieces = [(f"{argument}[{index}]", turn)]
+        for key in ("content", "parts"):
+            inner = field(turn, key)
+            if isinstance(inner, Sequence) and not isinstance(inner, _NOT_A_SEQUENCE):
+                pieces += [(f"{argument}[{index}].{key}[{position}]", piece) for position, piece in enumerate(inner)]
+        for where, piece in pieces:
+            found = call_format(piece)
+            if found is not None and found[0] != own:
+                raise UsageError(
+                    f"{reader}: {where} is {found[1]}: check it with providers.{found[0]}",
+                    code="provider_value_invalid",
+                )
 
 
 def refuse_foreign_call(value: object, where: str, reader: str) -> None:
@@ -113,10 +136,10 @@ def refuse_foreign_call(value: object, where: str, reader: str) -> None:
     provider's module.  Each reader calls this only after taking its own
     calls, so its own format is never refused.
     """
-    described = foreign_call(value)
-    if described is not None:
+    found = call_format(value)
+    if found is not None:
         raise UsageError(
-            f"{reader}: {where} is {described}: ingest it with its own provider's module",
+            f"{reader}: {where} is {found[1]}: ingest it with its own provider's module",
             code="provider_value_invalid",
         )
 
