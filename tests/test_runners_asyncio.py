@@ -134,25 +134,30 @@ def test_a_per_call_timeout_is_the_outcome_the_tool_is_cancelled_and_the_runner_
     assert outcome(report.snapshot, "c2") == ("success", None, None)
 
 
+async def _stubborn() -> str:
+    """Times out, ignores its cancellation and returns anyway: a real result after its call's outcome."""
+    try:
+        await asyncio.sleep(NEVER)
+    except asyncio.CancelledError:
+        await asyncio.sleep(0.01)  # ignores the cancellation and finishes anyway
+    return "LATE-RESULT"
+
+
+async def _sibling() -> str:
+    return "sibling result"
+
+
+STUBBORN_AND_SIBLING: dict[str, Callable[[], Awaitable[str]]] = {"stubborn": _stubborn, "sibling": _sibling}
+
+
 def test_a_real_result_after_its_timeout_is_fenced_reported_late_and_never_exported() -> None:
     """Scenario 2 (vercel/ai PR#8605, TanStack/ai#1214): the synthetic error stays, the late result is ignored."""
-
-    async def stubborn() -> str:
-        try:
-            await asyncio.sleep(NEVER)
-        except asyncio.CancelledError:
-            await asyncio.sleep(0.01)  # ignores the cancellation and finishes anyway
-        return "LATE-RESULT"
-
-    async def sibling() -> str:
-        return "sibling result"
 
     async def main() -> tuple[ToolCallClosure, BatchRun]:
         closure = ToolCallClosure()
         calls = [call("c1", "stubborn"), call("c2", "sibling")]
         # one at a time: the sibling starts only when the stubborn tool has returned, so the batch is still open
-        tools = {"stubborn": stubborn, "sibling": sibling}
-        return closure, await run(closure, calls, tools, call_timeout=0.02, max_concurrency=1)
+        return closure, await run(closure, calls, STUBBORN_AND_SIBLING, call_timeout=0.02, max_concurrency=1)
 
     closure, report = asyncio.run(main())
     assert report.ending == "completed"
@@ -520,24 +525,13 @@ def _stubborn_and_sibling(
     Returns the closure, the report and every context the loop's exception handler received.
     """
 
-    async def stubborn() -> str:
-        try:
-            await asyncio.sleep(NEVER)
-        except asyncio.CancelledError:
-            await asyncio.sleep(0.01)  # ignores the cancellation and finishes anyway
-        return "LATE-RESULT"
-
-    async def sibling() -> str:
-        return "sibling result"
-
     target = ToolCallClosure() if closure is None else closure
 
     async def main() -> tuple[ToolCallClosure, BatchRun, list[Any]]:
         contexts: list[Any] = []
         asyncio.get_running_loop().set_exception_handler(lambda _, context: contexts.append(context))
         calls = [call("c1", "stubborn"), call("c2", "sibling")]
-        tools = {"stubborn": stubborn, "sibling": sibling}
-        report = await run(target, calls, tools, call_timeout=0.02, max_concurrency=1, on_late=on_late)
+        report = await run(target, calls, STUBBORN_AND_SIBLING, call_timeout=0.02, max_concurrency=1, on_late=on_late)
         return target, report, contexts
 
     return asyncio.run(main())

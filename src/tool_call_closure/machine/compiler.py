@@ -94,6 +94,7 @@ from typing import Any, Final
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import TableError
+from tool_call_closure.machine.context import draft_of
 from tool_call_closure.machine.table import Row, Table
 
 __all__ = [
@@ -175,7 +176,6 @@ _NOT_INLINED: Final = (
     ast.Import,
     ast.ImportFrom,
 )
-_DRAFT_MECHANISM: Final = ("tool_call_closure.machine.context", "draft_of")  # __module__, __qualname__
 _VALUE_KINDS: Final = frozenset({"guard", "result", "observed", "target", "no_caller_code"})
 _HELPERS: Final = frozenset(
     {
@@ -333,14 +333,14 @@ class _Renamer(ast.NodeTransformer):
 
 
 def _is_draft_mechanism(value: object) -> bool:
-    """Whether ``value`` is the draft mechanism (``draft_of`` of the context module), whatever name binds it.
+    """Whether ``value`` is the draft mechanism itself (:func:`.context.draft_of`), whatever name binds it.
 
     Only a body whose module binds the mechanism itself as ``draft_of`` keeps
     the bare name (see ``_Renamer.visit_Name``), and only the bare name is
     the local ``draft`` in the locals form: a function of another module that
     happens to be called ``draft_of`` is read from its module and called.
     """
-    return (getattr(value, "__module__", None), getattr(value, "__qualname__", None)) == _DRAFT_MECHANISM
+    return value is draft_of
 
 
 class _Localizer(ast.NodeTransformer):

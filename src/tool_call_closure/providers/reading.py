@@ -213,9 +213,10 @@ def items(value: object, where: str = "") -> list[Any]:
         return []
     if isinstance(value, Sequence) and not isinstance(value, _NOT_A_SEQUENCE):
         return list(value)
-    got = type(value).__name__ if not where else described(value)
     prefix = f"{where}: " if where else ""
-    raise UsageError(f"{prefix}expected a list of provider items, got {got}", code="provider_value_invalid")
+    raise UsageError(
+        f"{prefix}expected a list of provider items, got {described(value)}", code="provider_value_invalid"
+    )
 
 
 def _refuse_constant(name: str) -> Any:
