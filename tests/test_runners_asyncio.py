@@ -468,8 +468,8 @@ def test_supersession_by_a_new_user_turn_stops_the_run_and_fences_what_arrives_a
 
     report, old = asyncio.run(main())
     assert report.ending == "superseded"
-    assert report.snapshot is None
     assert old is not None
+    assert report.snapshot is old  # the superseded generation's final snapshot, as the later begin returned it
     assert [outcome(old, i)[1] for i in ("c1", "c2")] == ["superseded", "superseded"]
     assert {late.rejection.reason for late in report.late} == {"stale_generation"}
     assert closure.snapshot() is not None

@@ -32,13 +32,14 @@ be copied or pickled (a copy would share its lock, run and registry).
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, cast, final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, cast, final
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import json_stringify, truncate_utf8
-from tool_call_closure.errors import TableError, spec_error
+from tool_call_closure.errors import TableError, UsageError, spec_error
 from tool_call_closure.inputs import CallInput, CloseReasonInput, Outcome
 from tool_call_closure.machine.context import (
     OwnedLock,
@@ -66,7 +67,15 @@ from tool_call_closure.values import (
     Snapshot,
 )
 
-__all__ = ["ToolCallClosure", "create_tool_call_closure", "to_json"]
+__all__ = ["GenerationEnd", "OnGenerationEnd", "ToolCallClosure", "create_tool_call_closure", "to_json"]
+
+GenerationEnd: TypeAlias = Literal["superseded", "closed", "sealed"]
+"""How a generation ended: a later ``begin`` superseded it, ``close`` closed it, or ``seal`` sealed it."""
+
+_LOGGER: Final = logging.getLogger("tool_call_closure")
+
+OnGenerationEnd: TypeAlias = Callable[["Snapshot", GenerationEnd], None]
+"""``begin``'s ``on_end``: called once with the generation's final (closed) snapshot and how it ended."""
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 
@@ -101,6 +110,7 @@ class ToolCallClosure:
 
     __slots__ = (
         "__weakref__",
+        "_end_watch",
         "_exporters",
         "_limits",
         "_lock",
@@ -147,6 +157,7 @@ class ToolCallClosure:
         self._records: dict[int, SnapshotRecord] = {}
         # When a list, the id of every row that fires is appended (coverage of the table by tests and vectors).
         self._trace: list[str] | None = None
+        self._end_watch = _EndWatch()  # begin's on_end callbacks (an observer of the shell, not part of the table)
         self._use_machine(MACHINE)
 
     def _use_machine(self, machine: Machine) -> None:
@@ -199,15 +210,26 @@ class ToolCallClosure:
         result: int | None = self._machine.entries["active_generation"](self, "active_generation")
         return result
 
-    def begin(self, calls: Sequence[CallInput]) -> BeginResult:
+    def begin(self, calls: Sequence[CallInput], *, on_end: OnGenerationEnd | None = None) -> BeginResult:
         """Announce a new generation of calls (a list or tuple of ``{"id", "name"}`` mappings).
 
         An open generation is closed first, its pending calls cancelled with
         code ``superseded``; its final snapshot is the result's ``superseded``.
         Raises :class:`~.UsageError` or :class:`~.LimitError` for invalid
         calls, changing nothing.
+
+        ``on_end(snapshot, how)`` (deviation D21) is called exactly once when
+        the new generation ends — superseded by a later ``begin``, closed or
+        sealed, by anyone — with its final closed snapshot, in the thread whose
+        operation ended it, after that operation and outside the lock.  An
+        exception it raises is logged (logger ``tool_call_closure``) and changes nothing.
         """
-        result: BeginResult = self._machine.entries["begin"](self, "begin", calls)
+        if on_end is None:
+            result: BeginResult = self._machine.entries["begin"](self, "begin", calls)
+        else:
+            result = self._end_watch.begin_watched(lambda: self._machine.entries["begin"](self, "begin", calls), on_end)
+        if result.superseded is not None and self._end_watch.active:
+            self._end_watch.ended(result.superseded, "superseded")
         return result
 
     def settle(self, handle: BatchHandle, call_id: str, outcome: Outcome) -> SettlementResult:
@@ -271,11 +293,16 @@ class ToolCallClosure:
         generation it returns a fresh snapshot without reading ``reason``.
         """
         result: Snapshot | Rejection = self._machine.entries["close"](self, "close", handle, reason)
+        if self._end_watch.active and isinstance(result, Snapshot):
+            self._end_watch.ended(result, "closed")
         return result
 
     def seal(self, handle: BatchHandle) -> Snapshot | Rejection:
         """Close a generation whose calls were all reported (``pending_calls`` rejection otherwise)."""
         result: Snapshot | Rejection = self._machine.entries["seal"](self, "seal", handle)
+        if self._end_watch.active and isinstance(result, Snapshot):
+            sealed = result.close_reason is not None and result.close_reason.status == "complete"
+            self._end_watch.ended(result, "sealed" if sealed else "closed")
         return result
 
     def snapshot(self) -> Snapshot | None:
@@ -322,6 +349,85 @@ class ToolCallClosure:
     def _export(self, method: str, snapshot: Any) -> Any:
         result: list[dict[str, Any]] = self._machine.entries["export"](self, method, snapshot, self._exporters[method])
         return result
+
+
+@final
+class _EndWatch:
+    """``begin``'s ``on_end`` callbacks: who waits for which generation to end, and ends not yet claimed.
+
+    Generations end in the public methods' shells, after the compiled
+    operation returned (``begin`` superseding, ``close``, ``seal``), never
+    under the instance's lock: a callback is caller code.  The one race is
+    a generation ended by another thread *between* the commit of the
+    ``begin`` that announced it and the registration of its callback.  So a
+    watched ``begin`` counts itself in flight before its commit, and while
+    any is in flight every end is kept (``pending``); the registration
+    claims its generation's end if it already happened.  Nothing is kept once
+    no watched ``begin`` is in flight, so memory is bounded by the callbacks
+    of generations still open (at most one per instance: the current one).
+    """
+
+    __slots__ = ("active", "callbacks", "in_flight", "lock", "pending")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.callbacks: dict[int, OnGenerationEnd] = {}
+        self.pending: dict[int, tuple[Snapshot, GenerationEnd]] = {}
+        self.in_flight = 0
+        self.active = False  # callbacks or in_flight: read without the lock by the shells' fast path
+
+    def begin_watched(self, begin: Callable[[], BeginResult], on_end: object) -> BeginResult:
+        if not callable(on_end):
+            raise UsageError(f"on_end must be a function or None, got {type(on_end).__name__}", code="on_end_invalid")
+        with self.lock:
+            self.in_flight += 1
+            self.active = True
+        try:
+            result = begin()
+        except BaseException:
+            self._leave(None, on_end)
+            raise
+        claimed = self._leave(result.generation, on_end)
+        if claimed is not None:
+            _call_on_end(cast(OnGenerationEnd, on_end), *claimed)  # checked callable above
+        return result
+
+    def _leave(self, generation: int | None, on_end: object) -> tuple[Snapshot, GenerationEnd] | None:
+        """A watched begin is no longer in flight: register its callback, or claim the end that came first."""
+        with self.lock:
+            self.in_flight -= 1
+            claimed = None
+            if generation is not None:
+                claimed = self.pending.pop(generation, None)
+                if claimed is None:
+                    self.callbacks[generation] = cast(OnGenerationEnd, on_end)  # checked callable by the caller
+            if self.in_flight == 0:
+                self.pending.clear()
+            self.active = bool(self.callbacks) or self.in_flight > 0
+        return claimed
+
+    def ended(self, snapshot: Snapshot, how: GenerationEnd) -> None:
+        """Generation ``snapshot.generation`` ended (or was found closed again): call its callback once."""
+        with self.lock:
+            callback = self.callbacks.pop(snapshot.generation, None)
+            if callback is None and self.in_flight > 0:
+                self.pending.setdefault(snapshot.generation, (snapshot, how))
+            self.active = bool(self.callbacks) or self.in_flight > 0
+        if callback is not None:
+            _call_on_end(callback, snapshot, how)
+
+
+def _call_on_end(callback: OnGenerationEnd, snapshot: Snapshot, how: GenerationEnd) -> None:
+    """The operation that ended the generation has committed: an exception here must not look like its failure.
+
+    So it is logged and ignored, as ``concurrent.futures`` does with an
+    exception raised by a done callback (``SystemExit``, ``KeyboardInterrupt``
+    and other non-``Exception`` exceptions propagate).
+    """
+    try:
+        callback(snapshot, how)
+    except Exception:  # no caller to reach: logged
+        _LOGGER.exception("exception calling on_end of generation %d (%s)", snapshot.generation, how)
 
 
 def _bind_renderers(machine: Machine) -> Mapping[str, Renderer]:

@@ -294,10 +294,15 @@ class _ResponseText:
 
 
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
-    """What each parameter of ``method`` takes when its argument is absent: its default, else None."""
+    """What each positional parameter of ``method`` takes when its argument is absent: its default, else None.
+
+    Keyword-only parameters (``begin``'s ``on_end``) are Python extensions no protocol argument reaches.
+    """
     defaults = []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     for parameter in list(inspect.signature(method).parameters.values())[1:]:  # after self
-        defaults.append(None if parameter.default is inspect.Parameter.empty else parameter.default)
+        if parameter.kind in positional:
+            defaults.append(None if parameter.default is inspect.Parameter.empty else parameter.default)
     return tuple(defaults)
 
 

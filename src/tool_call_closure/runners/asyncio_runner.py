@@ -14,11 +14,17 @@ the model it failed, and invite a second run of what it did), with a
 
 A per-call timeout is a timer on the loop: when it fires, the call is settled
 ``tool_timeout`` first and its task cancelled second, so the timeout is the
-outcome whatever the tool does with the cancellation.
+outcome whatever the tool does with the cancellation.  Once the run is
+ending, timers do nothing: every tool is cancelled at most once.
+
+Whatever a tool raises is its outcome (``tool_error``), ``BaseException``
+subclasses included; ``KeyboardInterrupt`` and ``SystemExit`` are then let
+out of the loop, as asyncio lets them out of any task.
 
 The supervisor (the coroutine the caller awaits) sleeps until something
-changes — a settlement, the abort signal, a fence the runner did not cause —
-or until the batch deadline, and then decides how the run ends:
+changes — a settlement, the abort signal, the end of the generation by
+someone else (``begin``'s ``on_end``) — or until the batch deadline, and
+then decides how the run ends:
 
 * every call has its outcome → the batch is sealed (``completed``);
 * the deadline passed → ``close`` with ``deadline_exceeded``;
@@ -27,10 +33,14 @@ or until the batch deadline, and then decides how the run ends:
 
 Closing happens synchronously, before any task is cancelled, so no result can
 slip in between the decision and the close.  The tasks still running are then
-cancelled and given ``cancel_grace`` seconds to finish; what they deliver is
-fenced and reported late; a task that ignores its cancellation past the grace
-is left to finish on its own (``still_running``), and what it delivers later
-goes to ``on_late``.
+cancelled — also when the run was superseded or closed elsewhere: the model
+has been told those calls were cancelled — and given ``cancel_grace`` seconds
+to finish; what they deliver is fenced and reported late; a task that
+ignores its cancellation past the grace is left to finish on its own
+(``still_running``), and what it delivers later goes to ``on_late``.  The
+report's ``ending`` is read from the final snapshot (:mod:`.batch`), so it
+agrees with ``snapshot`` even when another thread superseded or closed the
+generation while the runner was closing it.
 
 ``on_late``.  Every late result — in the grace or after the run returned —
 is passed to ``on_late``, in the tool task that delivered it, on the loop.
@@ -49,7 +59,10 @@ failing sibling in an ``asyncio.TaskGroup`` — the batch is closed with
 and the ``CancelledError`` is re-raised, so ``asyncio.timeout`` still turns it
 into ``TimeoutError`` and the ``TaskGroup`` still reports its sibling's error.
 A tool that raises ``CancelledError`` without having been cancelled gets an
-ordinary ``tool_error`` outcome.
+ordinary ``tool_error`` outcome.  Any other exception that leaves the
+supervisor (``KeyboardInterrupt`` from a tool, an error of the runner itself)
+ends the batch first — sealed if every call reported, else closed
+``run_cancelled`` — and asks every tool to stop, then propagates.
 """
 
 from __future__ import annotations
@@ -114,8 +127,9 @@ async def run_tool_calls(
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
 
-    def notify() -> None:  # settlements and fences may come from any thread (a tool may use one)
-        loop.call_soon_threadsafe(wake.set)
+    def notify() -> None:  # settlements and the generation's end may come from any thread
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the run is long over, nobody waits
+            loop.call_soon_threadsafe(wake.set)
 
     def report_late_error(error: BaseException, late: LateResult) -> None:  # on the loop: called in a tool task
         if isinstance(error, SystemExit | KeyboardInterrupt):
@@ -127,25 +141,45 @@ async def run_tool_calls(
         loop.call_exception_handler(context)
 
     batch = RunningBatch(closure, calls, notify=notify, on_late=on_late, report_late_error=report_late_error)
-    limiter = None if options.max_concurrency is None else asyncio.Semaphore(options.max_concurrency)
-    tasks = {
-        loop.create_task(_run_call(batch, index, invoke, options.call_timeout, limiter)): index
-        for index, invoke in plan_calls(batch, tools)
-    }
-    unsubscribe = abort.subscribe(lambda: batch.stop("aborted")) if abort is not None else None
+    tasks: dict[asyncio.Task[None], int] = {}
     try:
-        ending = await _supervise(batch, wake, loop, options.deadline)
+        limiter = None if options.max_concurrency is None else asyncio.Semaphore(options.max_concurrency)
+        for index, invoke in plan_calls(batch, tools):
+            tasks[loop.create_task(_run_call(batch, index, invoke, options.call_timeout, limiter))] = index
+        unsubscribe = abort.subscribe(lambda: batch.stop("aborted")) if abort is not None else None
+        try:
+            decided = await _supervise(batch, wake, loop, options.deadline)
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+        batch.conclude(decided, _close_message(decided, options.deadline, abort))
+        await _until_ended(batch, wake)
     except asyncio.CancelledError:
-        batch.conclude("cancelled", CANCELLED_MESSAGE)  # closed before anything else can run
+        # The awaiting task was cancelled (while supervising, or while waiting for another thread's end of the
+        # generation): the batch is closed before anything else can run, then the tools are stopped.
+        batch.conclude("cancelled", CANCELLED_MESSAGE)
         with contextlib.suppress(asyncio.CancelledError):  # cancelled again while cleaning up: stop waiting
             await _stop(list(tasks), options.cancel_grace)
         raise
-    finally:
-        if unsubscribe is not None:
-            unsubscribe()
-    batch.conclude(ending, _close_message(ending, options.deadline, abort))
-    left = await _stop(list(tasks), options.cancel_grace)  # a cancellation here finds the batch concluded
-    return batch.report(ending, [tasks[task] for task in left])
+    except BaseException:
+        batch.abandon()  # an interrupt, or an error of the runner itself: no call is left without an outcome
+        _cancel_without_waiting(list(tasks))
+        raise
+    left = await _stop(list(tasks), options.cancel_grace)  # a cancellation here finds the batch ended
+    return batch.report(batch.ending_as_decided(decided), [tasks[task] for task in left])
+
+
+async def _until_ended(batch: RunningBatch, wake: asyncio.Event) -> None:
+    """Wait for the generation's final snapshot.
+
+    The runner's own ``seal`` or ``close`` ends the generation and delivers
+    it at once; only when another thread's ``begin`` superseded it first is
+    the end still on its way (that thread tells it right after its commit).
+    """
+    while batch.final is None:
+        wake.clear()
+        if batch.final is None:
+            await wake.wait()
 
 
 def _close_message(ending: Ending, deadline: float | None, abort: AbortSignal | None) -> str | None:
@@ -194,7 +228,7 @@ async def _execute(
 ) -> None:
     loop = asyncio.get_running_loop()
     if not batch.try_start(index, loop.time()):
-        return  # the batch closed while this call waited: it never starts
+        return  # the run ended while this call waited: it never starts
     task = asyncio.current_task()
     assert task is not None
     timer = None
@@ -207,8 +241,10 @@ async def _execute(
         if task.cancelling() == 0:  # raised by the tool itself, not a cancellation of this task
             batch.deliver_error(index, exc)
         raise
-    except Exception as exc:  # noqa: BLE001  # whatever the tool raises is its outcome
+    except BaseException as exc:  # whatever the tool raises is its outcome
         batch.deliver_error(index, exc)
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise  # recorded first; then out of the loop, as asyncio lets these out of any task
     else:
         batch.deliver_value(index, value)
     finally:
@@ -235,28 +271,50 @@ def _ran_on_the_loop(batch: RunningBatch, index: int, value: object) -> object:
 
 
 def _expire(batch: RunningBatch, index: int, task: asyncio.Task[Any], seconds: float) -> None:
-    """The per-call timer: settle first, cancel second, so the timeout is the outcome."""
-    batch.time_out(index, timeout_message(batch.calls[index].name, seconds))
-    task.cancel()
+    """The per-call timer: settle first, cancel second, so the timeout is the outcome.
+
+    Once the run is ending the timer does nothing: the tool was (or is about
+    to be) cancelled once by the run, and a second cancellation would cut
+    short the cleanup in which it may still deliver a late value.
+    """
+    if batch.time_out(index, timeout_message(batch.calls[index].name, seconds)) and task.cancelling() == 0:
+        task.cancel()
 
 
 async def _stop(tasks: list[asyncio.Task[None]], grace: float) -> list[asyncio.Task[None]]:
     """Cancel the tool tasks still running, wait up to ``grace`` seconds, return those that did not finish.
 
     A task is cancelled at most once: one that timed out was cancelled by its
-    timer, and what it still delivers in the grace is reported late.
+    timer, and what it still delivers in the grace is reported late.  Tasks
+    still running when this returns — or when the wait itself is cancelled —
+    are kept referenced until they finish, so what they deliver still reaches
+    ``on_late``.
     """
     running = [task for task in tasks if not task.done()]
     for task in running:
-        if task.cancelling() == 0:  # each tool is asked to stop once: a timed-out one already was
+        if task.cancelling() == 0:  # each tool is asked to stop once
             task.cancel()
-    if running:
-        await asyncio.wait(running, timeout=grace)
-    left = [task for task in running if not task.done()]
-    for task in left:
+    try:
+        if running:
+            await asyncio.wait(running, timeout=grace)
+    finally:
+        _linger([task for task in running if not task.done()])
+        for task in running:
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: a BaseException a tool raised while cancelled is not logged as lost
+    return [task for task in running if not task.done()]
+
+
+def _cancel_without_waiting(tasks: list[asyncio.Task[None]]) -> None:
+    """The run is leaving by an exception: ask every tool to stop once, and keep the tasks referenced."""
+    running = [task for task in tasks if not task.done()]
+    for task in running:
+        if task.cancelling() == 0:
+            task.cancel()
+    _linger(running)
+
+
+def _linger(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
         _LINGERING.add(task)
         task.add_done_callback(_LINGERING.discard)
-    for task in running:
-        if task.done() and not task.cancelled():
-            task.exception()  # retrieved: a BaseException a tool raised while cancelled is not logged as lost
-    return left

@@ -5,6 +5,9 @@ Theory of operation
 Both runners take the same bounds.  They are checked before ``begin``, so a
 bad option raises :class:`~tool_call_closure.UsageError` (naming the option
 and the rule) and changes nothing: no generation is announced, no tool runs.
+Any finite number of seconds is valid, however large: the runners wait in
+slices the platform accepts (:data:`threading.TIMEOUT_MAX`), so a deadline
+of ``1e10`` is a deadline, not an ``OverflowError``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ def _seconds(name: str, value: object, *, allow_zero: bool) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UsageError(f"{name} must be a number of seconds or None, got {type(value).__name__}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float (2**1100): not a finite number of seconds
+        number = math.inf
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise UsageError(f"{name} must be a finite number of seconds {bound}, got {value!r}")

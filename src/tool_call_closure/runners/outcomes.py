@@ -15,10 +15,14 @@ code                        status      when
 ``tool_timeout``            error       the call ran longer than ``call_timeout``:
                                         ``Tool '<name>' timed out after <t> seconds.``
 ``result_too_large``        error       the result is over ``max_result_bytes`` (the limit's message)
-``invalid_result``          error       the result is not JSON-compatible (the refusal's message)
+``invalid_result``          error       the result is not JSON-compatible (the refusal's message), or its
+                                        conversion raised (``__json__``, a property …: the exception's text)
 ``invalid_tool_call``       error       the call has a ``problem`` (bad JSON arguments, truncated stream), or its
-                                        arguments are not a JSON object for a tool taking keywords; never run
+                                        arguments are not a JSON object, or do not bind to the tool's
+                                        parameters (names missing or unknown); never run
 ``unknown_tool``            error       no tool of that name: ``No tool named '<name>' is available.``; never run
+``executor_failed``         error       the thread runner's executor could not run the call (its future failed
+                                        or was cancelled, or ``submit`` raised); never run
 ``deadline_exceeded``       error       the batch ran past ``deadline``; pending calls closed
 ``run_aborted``             cancelled   the :class:`AbortSignal` fired; pending calls closed
 ``run_cancelled``           cancelled   the task running the batch was cancelled (asyncio); pending calls closed
@@ -38,6 +42,7 @@ result is reported late (the closure fences it).
 from __future__ import annotations
 
 import threading
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, final
@@ -48,14 +53,18 @@ from tool_call_closure.values import BeginResult, Rejection, Snapshot
 __all__ = [
     "CANCELLED_MESSAGE",
     "NEVER_STARTED",
+    "RUNNER_CODES",
     "AbortSignal",
     "BatchRun",
     "Ending",
     "LateResult",
     "RunnerCode",
+    "arguments_not_bound_message",
     "arguments_not_object_message",
+    "conversion_failed_message",
     "deadline_message",
     "exception_text",
+    "executor_failed_message",
     "never_started_message",
     "on_late_error_message",
     "timeout_message",
@@ -69,10 +78,14 @@ RunnerCode: TypeAlias = Literal[
     "invalid_result",
     "invalid_tool_call",
     "unknown_tool",
+    "executor_failed",
     "deadline_exceeded",
     "run_aborted",
     "run_cancelled",
 ]
+
+RUNNER_CODES: Final[tuple[RunnerCode, ...]] = typing.get_args(RunnerCode)
+"""Every code a runner settles a call with (the closure's ``max_code_bytes`` must admit the longest)."""
 
 Ending: TypeAlias = Literal["completed", "deadline_exceeded", "aborted", "cancelled", "superseded", "closed_elsewhere"]
 """How a run ended: every call reported (``completed``, then sealed); the deadline passed, the abort signal fired
@@ -104,6 +117,21 @@ def arguments_not_object_message(name: str) -> str:
     return f"The arguments of tool '{name}' must be a JSON object to be passed as keyword arguments."
 
 
+def arguments_not_bound_message(name: str, problem: str) -> str:
+    """Python's binding error says what is wrong (``missing a required argument: 'city'``) without the function's
+    name; the message names the tool as the model knows it."""
+    return f"The arguments of tool '{name}' do not match its parameters: {problem}."
+
+
+def conversion_failed_message(error: BaseException) -> str:
+    return f"The tool's result could not be converted to JSON: {exception_text(error)}"
+
+
+def executor_failed_message(error: BaseException | None) -> str:
+    cause = "its work item was cancelled" if error is None else exception_text(error)
+    return f"The executor could not run the tool ({cause}). {NEVER_STARTED}"
+
+
 def never_started_message(message: str) -> str:
     return f"{message} {NEVER_STARTED}"
 
@@ -114,10 +142,15 @@ def on_late_error_message(late: LateResult) -> str:
 
 
 def exception_text(error: BaseException) -> str:
-    """The text an exception contributes: ``str(error)``, or its class name when that is empty."""
+    """The text an exception contributes: ``str(error)``, or its class name when that is empty or cannot be had.
+
+    ``str()`` runs the exception's own ``__str__``, which may raise anything
+    (``KeyboardInterrupt`` included, if that is what it raises): the outcome
+    must not be lost to it, so the class name stands in.
+    """
     try:
         text = str(error)
-    except Exception:  # noqa: BLE001  # a broken __str__ must not lose the outcome
+    except BaseException:  # noqa: BLE001  # a broken __str__ must not lose the outcome
         text = ""
     return text or type(error).__name__
 
@@ -143,10 +176,12 @@ class BatchRun:
 
     begin: BeginResult
     """What ``begin`` returned for the batch (its handle; the snapshot it superseded, if any)."""
-    snapshot: Snapshot | None
-    """The batch's closed snapshot, ready to export; ``None`` only when a later ``begin`` superseded it
-    (that ``begin`` returned the final snapshot as ``superseded``)."""
+    snapshot: Snapshot
+    """The generation's final, closed snapshot, ready to export — whoever ended it: the runner, a later ``begin``
+    that superseded it (then it is that ``begin``'s ``superseded``), or another ``close``."""
     ending: Ending
+    """How the generation ended; it always agrees with ``snapshot`` (``superseded`` exactly when a later
+    ``begin`` ended it, ``closed_elsewhere`` when the close reason is not the runner's)."""
     started: tuple[str, ...]
     """Ids of the calls whose tool was invoked, in announcement order."""
     late: tuple[LateResult, ...]

@@ -14,8 +14,10 @@ and the coroutine is closed unawaited.  The closure is thread-safe and the first
 result racing the supervisor's timeout or close needs no other arbitration.
 
 The supervisor is the calling thread.  It waits on a condition that every
-settlement, fence and abort notifies, and wakes for the earliest per-call
-timeout or the batch deadline:
+settlement, abort and end of the generation by someone else (``begin``'s
+``on_end``) notifies, and wakes for the earliest per-call timeout or the
+batch deadline (in slices of at most :data:`threading.TIMEOUT_MAX`, so any
+finite deadline is one):
 
 * a started call past ``call_timeout`` is settled ``tool_timeout``;
 * every call has its outcome → the batch is sealed (``completed``);
@@ -23,8 +25,17 @@ timeout or the batch deadline:
 * the abort signal fired → ``close`` with ``run_aborted``;
 * the generation was superseded or closed elsewhere → nothing left to settle.
 
-An exception in the supervising thread itself (``KeyboardInterrupt``) closes
-the batch with ``run_cancelled`` before it propagates.
+An exception in the supervising thread itself (``KeyboardInterrupt``), at
+any point after ``begin`` returned — while planning, creating the pool,
+submitting, supervising or concluding — ends the batch before it propagates:
+sealed if every call has reported, else closed with ``run_cancelled``.
+
+The executor.  A work item the executor cannot run — ``submit`` raises (a
+pool already shut down), or its future fails or is cancelled before the work
+started — gives its call the outcome ``executor_failed``: the tool never
+started.  A ``ProcessPoolExecutor`` is refused before anything is announced:
+the runner's work items are closures over the batch, which cannot cross a
+process boundary.
 
 A thread cannot be stopped.  A call that timed out, or that was running when
 the batch closed, keeps its thread until the tool returns; the run does not
@@ -34,6 +45,12 @@ once without calling their tool.  With no ``executor`` the runner makes one of
 ``max_concurrency`` threads (default: one per runnable call) and shuts it down
 without waiting; a caller's executor is left running, and ``max_concurrency``
 then must be ``None`` (its size is the bound).
+
+The platform.  Everything the runner takes from the operating system — the
+clock, the condition it waits on, the pool it creates, and the checkpoints
+between its steps — comes from one :class:`ThreadPlatform`.  The runners use
+:data:`SYSTEM`; the deterministic simulation (``proofs/runner_sim.py``) runs
+the same code on a virtual clock with threads it schedules itself.
 
 ``on_late``.  Every late result — during the run or after it returned — is
 passed to ``on_late``, in the worker thread that delivered it.  An exception
@@ -52,7 +69,10 @@ import inspect
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol, final
 
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import UsageError
@@ -60,7 +80,6 @@ from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners.batch import RunningBatch, check_tools, plan_calls
 from tool_call_closure.runners.options import RunOptions
 from tool_call_closure.runners.outcomes import (
-    CANCELLED_MESSAGE,
     AbortSignal,
     BatchRun,
     Ending,
@@ -69,10 +88,46 @@ from tool_call_closure.runners.outcomes import (
     timeout_message,
 )
 
-__all__ = ["SyncTools", "run_tool_calls_in_threads"]
+__all__ = ["SYSTEM", "SyncTools", "ThreadPlatform", "run_in_threads", "run_tool_calls_in_threads"]
 
 SyncTools = Mapping[str, Callable[..., object]] | Callable[[ToolCall], object]
 """Tool name → function called with the arguments as keyword arguments, or one function taking the call."""
+
+
+class Condition(Protocol):
+    """What the runner uses of a :class:`threading.Condition`."""
+
+    def __enter__(self) -> object: ...
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> object: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+    def notify_all(self) -> None: ...
+
+
+def _no_checkpoint(label: str) -> None:
+    """Between two steps of the runner, nothing happens but what real concurrency brings."""
+
+
+def _thread_pool(workers: int) -> Executor:
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ThreadPlatform:
+    """What the thread runner takes from the operating system."""
+
+    monotonic: Callable[[], float]
+    condition: Callable[[], Condition]
+    thread_pool: Callable[[int], Executor]
+    checkpoint: Callable[[str], None]
+    timeout_max: float
+    """The longest single wait the condition accepts (longer waits are taken in slices)."""
+
+
+SYSTEM = ThreadPlatform(time.monotonic, threading.Condition, _thread_pool, _no_checkpoint, threading.TIMEOUT_MAX)
+"""The real clock, real conditions, a real thread pool, no checkpoints."""
 
 
 def run_tool_calls_in_threads(
@@ -96,35 +151,63 @@ def run_tool_calls_in_threads(
     ``threading.excepthook`` (with that thread) and changes no outcome and
     not the report.
     """
+    return run_in_threads(
+        SYSTEM,
+        closure,
+        calls,
+        tools,
+        call_timeout=call_timeout,
+        deadline=deadline,
+        max_concurrency=max_concurrency,
+        abort=abort,
+        executor=executor,
+        on_late=on_late,
+    )
+
+
+def run_in_threads(
+    platform: ThreadPlatform,
+    closure: ToolCallClosure,
+    calls: Sequence[ToolCall],
+    tools: SyncTools,
+    *,
+    call_timeout: float | None = None,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+    abort: AbortSignal | None = None,
+    executor: Executor | None = None,
+    on_late: Callable[[LateResult], None] | None = None,
+) -> BatchRun:
+    """:func:`run_tool_calls_in_threads` on a given platform (the simulation's, or :data:`SYSTEM`)."""
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, 0)
     check_tools(tools)
-    if executor is not None and options.max_concurrency is not None:
-        raise UsageError("max_concurrency must be None when an executor is given (the executor's size is the bound)")
-    changed = threading.Condition()
+    _check_executor(executor, options)
+    changed = platform.condition()
 
     def notify() -> None:
         with changed:
             changed.notify_all()
 
-    batch = RunningBatch(closure, calls, notify=notify, on_late=on_late, report_late_error=_report_late_error)
-    planned = plan_calls(batch, tools)
-    pool = executor
-    if pool is None and planned:
-        pool = ThreadPoolExecutor(max_workers=options.max_concurrency or len(planned), thread_name_prefix="tool-call")
-    finished: set[int] = set()
+    batch = RunningBatch(
+        closure,
+        calls,
+        notify=notify,
+        on_late=on_late,
+        report_late_error=_report_late_error,
+        checkpoint=platform.checkpoint,
+    )
+    finished: set[int] = set()  # work items that are over (ran, returned at once, or failed in the executor)
 
     def work(index: int, invoke: Callable[[], object]) -> None:
         try:
-            if batch.try_start(index, time.monotonic()):
+            if batch.try_start(index, platform.monotonic()):
                 notify()  # the supervisor now has this call's timeout to wake for
                 try:
                     value = invoke()
                 except BaseException as exc:  # noqa: BLE001  # a worker thread has no cancellation: any exception is the outcome
                     batch.deliver_error(index, exc)
                 else:
-                    if inspect.isawaitable(
-                        value
-                    ):  # an async tool: nothing of it ran, so nothing may be recorded as run
+                    if inspect.isawaitable(value):  # an async tool: nothing of it ran, nothing may be recorded as run
                         batch.deliver_error(index, _not_run(batch.calls[index].name, value))
                     else:
                         batch.deliver_value(index, value)
@@ -133,29 +216,71 @@ def run_tool_calls_in_threads(
                 finished.add(index)
                 changed.notify_all()
 
-    unsubscribe = abort.subscribe(lambda: batch.stop("aborted")) if abort is not None else None
+    def work_done(index: int, future: Future[None]) -> None:
+        """The work item's future is done: if the executor failed it before it ran, say so (else nothing)."""
+        if future.cancelled():
+            batch.executor_failed(index, None)
+        elif future.exception() is not None:
+            batch.executor_failed(index, future.exception())
+        with changed:
+            finished.add(index)
+            changed.notify_all()
+
+    pool = executor
+    own_pool: Executor | None = None
+    planned: list[tuple[int, Callable[[], object]]] = []
+    unsubscribe: Callable[[], None] | None = None
     try:
+        platform.checkpoint("plan")
+        planned = plan_calls(batch, tools)
+        if pool is None and planned:
+            pool = own_pool = platform.thread_pool(options.max_concurrency or len(planned))
+        unsubscribe = abort.subscribe(lambda: batch.stop("aborted")) if abort is not None else None
         for index, invoke in planned:
+            platform.checkpoint("submit")
             assert pool is not None
-            pool.submit(work, index, invoke)
-        ending = _supervise(batch, changed, options)
-    except BaseException:  # KeyboardInterrupt in the supervising thread: close before it propagates
-        batch.conclude("cancelled", CANCELLED_MESSAGE)
+            try:
+                future = pool.submit(work, index, invoke)
+            except Exception as exc:  # noqa: BLE001  # e.g. a pool already shut down: this call cannot start
+                batch.executor_failed(index, exc)
+                with changed:
+                    finished.add(index)
+                continue
+            future.add_done_callback(lambda future, index=index: work_done(index, future))  # type: ignore[misc]
+        decided = _supervise(batch, changed, options, platform)
+        platform.checkpoint("conclude")
+        message = None
+        if decided == "deadline_exceeded" and options.deadline is not None:
+            message = deadline_message(options.deadline)
+        elif decided == "aborted" and abort is not None:
+            message = abort.message
+        batch.conclude(decided, message)
+        _until_ended(batch, changed, platform)
+    except BaseException:  # KeyboardInterrupt in the supervising thread, at any step: end the batch, then propagate
+        batch.abandon()
         raise
     finally:
         if unsubscribe is not None:
             unsubscribe()
-        if pool is not None and executor is None:
-            pool.shutdown(wait=False, cancel_futures=True)
-    message = None
-    if ending == "deadline_exceeded" and options.deadline is not None:
-        message = deadline_message(options.deadline)
-    elif ending == "aborted" and abort is not None:
-        message = abort.message
-    batch.conclude(ending, message)
+        if own_pool is not None:
+            own_pool.shutdown(wait=False, cancel_futures=True)
     with changed:
         left = [index for index, _ in planned if index not in finished]
-    return batch.report(ending, left)
+    return batch.report(batch.ending_as_decided(decided), left)
+
+
+def _check_executor(executor: object, options: RunOptions) -> None:
+    if executor is None:
+        return
+    if not isinstance(executor, Executor):
+        raise UsageError(f"executor must be a concurrent.futures.Executor or None, got {type(executor).__name__}")
+    if isinstance(executor, ProcessPoolExecutor):
+        raise UsageError(
+            "executor must run work items on threads, got a ProcessPoolExecutor: the runner's work items settle "
+            "calls on this closure, in this process"
+        )
+    if options.max_concurrency is not None:
+        raise UsageError("max_concurrency must be None when an executor is given (the executor's size is the bound)")
 
 
 def _not_run(name: str, awaitable: object) -> TypeError:
@@ -175,30 +300,45 @@ def _report_late_error(error: BaseException, late: LateResult) -> None:
     )
 
 
-def _supervise(batch: RunningBatch, changed: threading.Condition, options: RunOptions) -> Ending:
-    """Wait until every call has its outcome, the deadline passes or the run must stop; time calls out on the way."""
-    ends_at = None if options.deadline is None else time.monotonic() + options.deadline
+def _supervise(batch: RunningBatch, changed: Condition, options: RunOptions, platform: ThreadPlatform) -> Ending:
+    """Wait until every call has its outcome, the deadline passes or the run must stop; time calls out on the way.
+
+    The checks and the wait happen under ``changed``, which every notification
+    takes, so no change is missed between them; timeouts are given outside it.
+    """
+    ends_at = None if options.deadline is None else platform.monotonic() + options.deadline
     timed_out: set[int] = set()
-    with changed:
-        while True:
+    while True:
+        expired: list[int] = []
+        with changed:
             if batch.all_settled():
                 return "completed"
             if batch.stop_reason is not None:
                 return batch.stop_reason
-            now = time.monotonic()
+            now = platform.monotonic()
             if ends_at is not None and now >= ends_at:
                 return "deadline_exceeded"
             wake_at = ends_at
             if options.call_timeout is not None:
                 for index, started in batch.started_at().items():
+                    expires = started + options.call_timeout
                     if index in timed_out:
                         continue
-                    expires = started + options.call_timeout
                     if expires <= now:
-                        timed_out.add(index)
-                        batch.time_out(index, timeout_message(batch.calls[index].name, options.call_timeout))
+                        expired.append(index)
                     elif wake_at is None or expires < wake_at:
                         wake_at = expires
-                if batch.all_settled():
-                    continue
-            changed.wait(None if wake_at is None else max(0.0, wake_at - time.monotonic()))
+            if not expired:
+                changed.wait(None if wake_at is None else min(max(0.0, wake_at - now), platform.timeout_max))
+        for index in expired:
+            timed_out.add(index)
+            assert options.call_timeout is not None
+            batch.time_out(index, timeout_message(batch.calls[index].name, options.call_timeout))
+
+
+def _until_ended(batch: RunningBatch, changed: Condition, platform: ThreadPlatform) -> None:
+    """Wait for the generation's final snapshot: at once after the runner's own seal or close; when another
+    thread's ``begin`` superseded the generation first, that thread delivers it right after its commit."""
+    with changed:
+        while batch.final is None:
+            changed.wait(platform.timeout_max)
