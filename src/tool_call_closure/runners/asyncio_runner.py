@@ -89,7 +89,7 @@ from tool_call_closure.runners.outcomes import (
     timeout_message,
 )
 
-__all__ = ["AsyncTools", "run_tool_calls"]
+__all__ = ["AsyncTools", "run_on_loop", "run_tool_calls"]
 
 AsyncTools = Mapping[str, Callable[..., Awaitable[object]]] | Callable[[ToolCall], Awaitable[object]]
 """Tool name → ``async def`` called with the arguments as keyword arguments, or one ``async def`` taking the call."""
@@ -122,6 +122,39 @@ async def run_tool_calls(
     no outcome and not the report (``SystemExit`` and ``KeyboardInterrupt``
     propagate).
     """
+    return await run_on_loop(
+        _no_checkpoint,
+        closure,
+        calls,
+        tools,
+        call_timeout=call_timeout,
+        deadline=deadline,
+        max_concurrency=max_concurrency,
+        abort=abort,
+        cancel_grace=cancel_grace,
+        on_late=on_late,
+    )
+
+
+def _no_checkpoint(label: str) -> None:
+    """Between two steps of the batch, nothing happens but what real concurrency brings."""
+
+
+async def run_on_loop(
+    checkpoint: Callable[[str], None],
+    closure: ToolCallClosure,
+    calls: Sequence[ToolCall],
+    tools: AsyncTools,
+    *,
+    call_timeout: float | None = None,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+    abort: AbortSignal | None = None,
+    cancel_grace: float = 1.0,
+    on_late: Callable[[LateResult], None] | None = None,
+) -> BatchRun:
+    """:func:`run_tool_calls` with the batch's checkpoints given (the deterministic simulation lets other actors
+    act at them; the runner passes a function that does nothing)."""
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace)
     check_tools(tools)
     loop = asyncio.get_running_loop()
@@ -140,7 +173,9 @@ async def run_tool_calls(
             context["task"] = task
         loop.call_exception_handler(context)
 
-    batch = RunningBatch(closure, calls, notify=notify, on_late=on_late, report_late_error=report_late_error)
+    batch = RunningBatch(
+        closure, calls, notify=notify, on_late=on_late, report_late_error=report_late_error, checkpoint=checkpoint
+    )
     tasks: dict[asyncio.Task[None], int] = {}
     try:
         limiter = None if options.max_concurrency is None else asyncio.Semaphore(options.max_concurrency)
@@ -216,15 +251,41 @@ async def _run_call(
     call_timeout: float | None,
     limiter: asyncio.Semaphore | None,
 ) -> None:
+    """One call's task: wait for a concurrency slot, then run the tool.
+
+    The slot is held while the call is in progress: until the tool finishes,
+    or until the call times out — a timed-out tool that ignores its
+    cancellation is abandoned (``still_running``) and must not keep the
+    calls queued behind it from ever starting.
+    """
     if limiter is None:
-        await _execute(batch, index, invoke, call_timeout)
+        await _execute(batch, index, invoke, call_timeout, _nothing)
         return
-    async with limiter:
-        await _execute(batch, index, invoke, call_timeout)
+    await limiter.acquire()
+    held = True
+
+    def release() -> None:
+        nonlocal held
+        if held:
+            held = False
+            limiter.release()
+
+    try:
+        await _execute(batch, index, invoke, call_timeout, release)
+    finally:
+        release()
+
+
+def _nothing() -> None:
+    pass
 
 
 async def _execute(
-    batch: RunningBatch, index: int, invoke: Callable[[], Awaitable[object]], call_timeout: float | None
+    batch: RunningBatch,
+    index: int,
+    invoke: Callable[[], Awaitable[object]],
+    call_timeout: float | None,
+    release: Callable[[], None],
 ) -> None:
     loop = asyncio.get_running_loop()
     if not batch.try_start(index, loop.time()):
@@ -233,7 +294,7 @@ async def _execute(
     assert task is not None
     timer = None
     if call_timeout is not None:
-        timer = loop.call_later(call_timeout, _expire, batch, index, task, call_timeout)
+        timer = loop.call_later(call_timeout, _expire, batch, index, task, call_timeout, release)
     try:
         returned = invoke()
         value = await returned if inspect.isawaitable(returned) else _ran_on_the_loop(batch, index, returned)
@@ -270,15 +331,19 @@ def _ran_on_the_loop(batch: RunningBatch, index: int, value: object) -> object:
     return value
 
 
-def _expire(batch: RunningBatch, index: int, task: asyncio.Task[Any], seconds: float) -> None:
-    """The per-call timer: settle first, cancel second, so the timeout is the outcome.
+def _expire(
+    batch: RunningBatch, index: int, task: asyncio.Task[Any], seconds: float, release: Callable[[], None]
+) -> None:
+    """The per-call timer: settle first, free the call's slot, cancel last, so the timeout is the outcome.
 
     Once the run is ending the timer does nothing: the tool was (or is about
     to be) cancelled once by the run, and a second cancellation would cut
     short the cleanup in which it may still deliver a late value.
     """
-    if batch.time_out(index, timeout_message(batch.calls[index].name, seconds)) and task.cancelling() == 0:
-        task.cancel()
+    if batch.time_out(index, timeout_message(batch.calls[index].name, seconds)):
+        release()
+        if task.cancelling() == 0:
+            task.cancel()
 
 
 async def _stop(tasks: list[asyncio.Task[None]], grace: float) -> list[asyncio.Task[None]]:
@@ -299,18 +364,23 @@ async def _stop(tasks: list[asyncio.Task[None]], grace: float) -> list[asyncio.T
             await asyncio.wait(running, timeout=grace)
     finally:
         _linger([task for task in running if not task.done()])
-        for task in running:
+        for task in tasks:
             if task.done() and not task.cancelled():
-                task.exception()  # retrieved: a BaseException a tool raised while cancelled is not logged as lost
+                task.exception()  # retrieved: what a tool raised is its outcome (or late), not an error lost
     return [task for task in running if not task.done()]
 
 
 def _cancel_without_waiting(tasks: list[asyncio.Task[None]]) -> None:
-    """The run is leaving by an exception: ask every tool to stop once, and keep the tasks referenced."""
+    """The run is leaving by an exception: ask every tool to stop once, and keep the tasks referenced.
+
+    The loop may already be closed (the runner's coroutine closed by the
+    garbage collector after its loop ended): then there is nothing to cancel.
+    """
     running = [task for task in tasks if not task.done()]
-    for task in running:
-        if task.cancelling() == 0:
-            task.cancel()
+    with contextlib.suppress(RuntimeError):
+        for task in running:
+            if task.cancelling() == 0:
+                task.cancel()
     _linger(running)
 
 

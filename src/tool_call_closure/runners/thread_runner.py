@@ -196,58 +196,17 @@ def run_in_threads(
         report_late_error=_report_late_error,
         checkpoint=platform.checkpoint,
     )
-    finished: set[int] = set()  # work items that are over (ran, returned at once, or failed in the executor)
-
-    def work(index: int, invoke: Callable[[], object]) -> None:
-        try:
-            if batch.try_start(index, platform.monotonic()):
-                notify()  # the supervisor now has this call's timeout to wake for
-                try:
-                    value = invoke()
-                except BaseException as exc:  # noqa: BLE001  # a worker thread has no cancellation: any exception is the outcome
-                    batch.deliver_error(index, exc)
-                else:
-                    if inspect.isawaitable(value):  # an async tool: nothing of it ran, nothing may be recorded as run
-                        batch.deliver_error(index, _not_run(batch.calls[index].name, value))
-                    else:
-                        batch.deliver_value(index, value)
-        finally:
-            with changed:
-                finished.add(index)
-                changed.notify_all()
-
-    def work_done(index: int, future: Future[None]) -> None:
-        """The work item's future is done: if the executor failed it before it ran, say so (else nothing)."""
-        if future.cancelled():
-            batch.executor_failed(index, None)
-        elif future.exception() is not None:
-            batch.executor_failed(index, future.exception())
-        with changed:
-            finished.add(index)
-            changed.notify_all()
-
-    pool = executor
-    own_pool: Executor | None = None
-    planned: list[tuple[int, Callable[[], object]]] = []
+    dispatch: _Dispatch | None = None
     unsubscribe: Callable[[], None] | None = None
     try:
         platform.checkpoint("plan")
         planned = plan_calls(batch, tools)
+        pool = executor
         if pool is None and planned:
-            pool = own_pool = platform.thread_pool(options.max_concurrency or len(planned))
+            pool = platform.thread_pool(len(planned))  # threads start as work is dispatched, up to the limit
+        dispatch = _Dispatch(batch, changed, platform, pool, planned, options.max_concurrency)
         unsubscribe = abort.subscribe(lambda: batch.stop("aborted")) if abort is not None else None
-        for index, invoke in planned:
-            platform.checkpoint("submit")
-            assert pool is not None
-            try:
-                future = pool.submit(work, index, invoke)
-            except Exception as exc:  # noqa: BLE001  # e.g. a pool already shut down: this call cannot start
-                batch.executor_failed(index, exc)
-                with changed:
-                    finished.add(index)
-                continue
-            future.add_done_callback(lambda future, index=index: work_done(index, future))  # type: ignore[misc]
-        decided = _supervise(batch, changed, options, platform)
+        decided = _supervise(batch, changed, options, platform, dispatch)
         platform.checkpoint("conclude")
         message = None
         if decided == "deadline_exceeded" and options.deadline is not None:
@@ -262,11 +221,111 @@ def run_in_threads(
     finally:
         if unsubscribe is not None:
             unsubscribe()
-        if own_pool is not None:
-            own_pool.shutdown(wait=False, cancel_futures=True)
-    with changed:
-        left = [index for index, _ in planned if index not in finished]
-    return batch.report(batch.ending_as_decided(decided), left)
+        if dispatch is not None and executor is None and dispatch.pool is not None:
+            dispatch.pool.shutdown(wait=False, cancel_futures=True)
+    assert dispatch is not None
+    return batch.report(batch.ending_as_decided(decided), dispatch.still_running())
+
+
+@final
+class _Dispatch:
+    """Which work items are submitted, which hold a concurrency slot, which are over.
+
+    With ``max_concurrency`` the supervisor submits a call only while fewer
+    than that many calls are in progress.  A call is in progress from its
+    submission until its work item is over — or until it times out: a thread
+    cannot be stopped, and a timed-out tool that never returns is abandoned
+    (``still_running``) rather than left to keep the calls queued behind it
+    from ever starting.  Without a limit every call is submitted at once (to
+    the caller's executor, whose size is then the bound, or to a pool of one
+    thread per call).  Every field is read and written under ``changed``.
+    """
+
+    __slots__ = ("batch", "busy", "changed", "finished", "limit", "platform", "pool", "queue", "work_items")
+
+    def __init__(
+        self,
+        batch: RunningBatch,
+        changed: Condition,
+        platform: ThreadPlatform,
+        pool: Executor | None,
+        planned: list[tuple[int, Callable[[], object]]],
+        limit: int | None,
+    ) -> None:
+        self.batch = batch
+        self.changed = changed
+        self.platform = platform
+        self.pool = pool
+        self.queue = list(planned)  # not yet submitted, in announcement order
+        self.work_items = [index for index, _ in planned]
+        self.limit = limit
+        self.busy: set[int] = set()  # submitted and in progress
+        self.finished: set[int] = set()  # work items that are over (ran, returned at once, or failed to run)
+
+    def due(self) -> list[tuple[int, Callable[[], object]]]:
+        """Under ``changed``: the calls to submit now (none once the run is ending), marked in progress."""
+        if self.batch.concluding or self.batch.stop_reason is not None:
+            return []
+        room = len(self.queue) if self.limit is None else max(0, self.limit - len(self.busy))
+        taken, self.queue = self.queue[:room], self.queue[room:]
+        self.busy.update(index for index, _ in taken)
+        return taken
+
+    def submit(self, index: int, invoke: Callable[[], object]) -> None:
+        """Outside ``changed``: hand one call to the executor; one it cannot take ends ``executor_failed``."""
+        self.platform.checkpoint("submit")
+        assert self.pool is not None
+        try:
+            future = self.pool.submit(self._work, index, invoke)
+        except Exception as exc:  # noqa: BLE001  # e.g. a pool already shut down: this call cannot start
+            self.batch.executor_failed(index, exc)
+            self._over(index)
+            return
+        future.add_done_callback(lambda future: self._done(index, future))
+
+    def free(self, index: int) -> None:
+        """The call timed out: its slot goes to the next call, whatever its thread does."""
+        with self.changed:
+            self.busy.discard(index)
+            self.changed.notify_all()
+
+    def still_running(self) -> list[int]:
+        """Started calls whose work item is not over (a call still queued in an executor never started)."""
+        started = self.batch.started_at()
+        with self.changed:
+            return [index for index in self.work_items if index in started and index not in self.finished]
+
+    def _work(self, index: int, invoke: Callable[[], object]) -> None:
+        batch = self.batch
+        try:
+            if batch.try_start(index, self.platform.monotonic()):
+                with self.changed:
+                    self.changed.notify_all()  # the supervisor now has this call's timeout to wake for
+                try:
+                    value = invoke()
+                except BaseException as exc:  # noqa: BLE001  # a worker thread has no cancellation: any exception is the outcome
+                    batch.deliver_error(index, exc)
+                else:
+                    if inspect.isawaitable(value):  # an async tool: nothing of it ran, nothing may be recorded as run
+                        batch.deliver_error(index, _not_run(batch.calls[index].name, value))
+                    else:
+                        batch.deliver_value(index, value)
+        finally:
+            self._over(index)
+
+    def _done(self, index: int, future: Future[None]) -> None:
+        """The work item's future is done: if the executor failed it before it ran, say so (else nothing)."""
+        if future.cancelled():
+            self.batch.executor_failed(index, None)
+        elif future.exception() is not None:
+            self.batch.executor_failed(index, future.exception())
+        self._over(index)
+
+    def _over(self, index: int) -> None:
+        with self.changed:
+            self.finished.add(index)
+            self.busy.discard(index)
+            self.changed.notify_all()
 
 
 def _check_executor(executor: object, options: RunOptions) -> None:
@@ -300,11 +359,15 @@ def _report_late_error(error: BaseException, late: LateResult) -> None:
     )
 
 
-def _supervise(batch: RunningBatch, changed: Condition, options: RunOptions, platform: ThreadPlatform) -> Ending:
-    """Wait until every call has its outcome, the deadline passes or the run must stop; time calls out on the way.
+def _supervise(
+    batch: RunningBatch, changed: Condition, options: RunOptions, platform: ThreadPlatform, dispatch: _Dispatch
+) -> Ending:
+    """Wait until every call has its outcome, the deadline passes or the run must stop; on the way, submit calls
+    as concurrency slots free up and time calls out.
 
     The checks and the wait happen under ``changed``, which every notification
-    takes, so no change is missed between them; timeouts are given outside it.
+    takes, so no change is missed between them; submissions and timeouts are
+    made outside it.
     """
     ends_at = None if options.deadline is None else platform.monotonic() + options.deadline
     timed_out: set[int] = set()
@@ -318,6 +381,7 @@ def _supervise(batch: RunningBatch, changed: Condition, options: RunOptions, pla
             now = platform.monotonic()
             if ends_at is not None and now >= ends_at:
                 return "deadline_exceeded"
+            due = dispatch.due()
             wake_at = ends_at
             if options.call_timeout is not None:
                 for index, started in batch.started_at().items():
@@ -328,12 +392,15 @@ def _supervise(batch: RunningBatch, changed: Condition, options: RunOptions, pla
                         expired.append(index)
                     elif wake_at is None or expires < wake_at:
                         wake_at = expires
-            if not expired:
+            if not expired and not due:
                 changed.wait(None if wake_at is None else min(max(0.0, wake_at - now), platform.timeout_max))
+        for index, invoke in due:
+            dispatch.submit(index, invoke)
         for index in expired:
             timed_out.add(index)
             assert options.call_timeout is not None
-            batch.time_out(index, timeout_message(batch.calls[index].name, options.call_timeout))
+            if batch.time_out(index, timeout_message(batch.calls[index].name, options.call_timeout)):
+                dispatch.free(index)
 
 
 def _until_ended(batch: RunningBatch, changed: Condition, platform: ThreadPlatform) -> None:
