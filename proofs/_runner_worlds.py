@@ -192,9 +192,11 @@ class Observed:
 
     entered: set[int] = field(default_factory=set)
     exited: set[int] = field(default_factory=set)
+    invocations: list[int] = field(default_factory=list)  # each tool invocation, in order (a call runs at most once)
     productions: list[Production] = field(default_factory=list)
     entered_at_return: set[int] = field(default_factory=set)
     running_at_return: set[int] = field(default_factory=set)
+    cancellations: dict[int, int] = field(default_factory=dict)  # how often each tool was asked to stop
 
     def returned(self) -> None:
         """The run returned (or raised): which tools had been invoked, which had not finished."""
@@ -363,6 +365,7 @@ class AsyncWorld:
         async def tool(**arguments: object) -> object:
             observed = self.observed
             observed.entered.add(index)
+            observed.invocations.append(index)
             try:
                 return await self._act(index, behaviour)
             finally:
@@ -372,6 +375,7 @@ class AsyncWorld:
 
     async def _act(self, index: int, behaviour: str) -> object:
         loop = self.loop
+        cancellations = self.observed.cancellations
         if behaviour in ("hangs", "cleanup_late"):
             while True:
                 try:
@@ -379,11 +383,21 @@ class AsyncWorld:
                 except asyncio.CancelledError:
                     if self.tearing_down:
                         raise
+                    cancellations[index] = cancellations.get(index, 0) + 1
                     if behaviour == "cleanup_late":
-                        await self._go(index, "cleanup")
+                        try:
+                            await self._go(index, "cleanup")
+                        except asyncio.CancelledError:  # cancelled again in its cleanup: what it had is lost
+                            cancellations[index] += 1
+                            raise
                         return self._produce(index, "returns")
                     # hangs: ignores the cancellation and waits again
-        await self._go(index, "go")
+        try:
+            await self._go(index, "go")
+        except asyncio.CancelledError:
+            if not self.tearing_down:
+                cancellations[index] = cancellations.get(index, 0) + 1
+            raise
         return self._produce(index, behaviour)
 
     async def _go(self, index: int, what: str) -> None:
@@ -591,6 +605,7 @@ class ThreadWorld:
         def tool(**arguments: object) -> object:
             me = self.current
             self.observed.entered.add(index)
+            self.observed.invocations.append(index)
             try:
                 if behaviour != "hangs":
                     self.add_event(f"tool {index} finishes", lambda: setattr(me, "state", "runnable"))

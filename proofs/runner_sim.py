@@ -49,8 +49,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from _runner_worlds import BEHAVIOURS, AsyncWorld, Chooser, Runaway, Stuck, ThreadWorld
+from runner_mutants import MUTANTS
+from runner_mutants import apply as apply_mutant
 
 from tool_call_closure import Snapshot, ToolCallClosure
 from tool_call_closure.providers.calls import ToolCall
@@ -61,13 +64,16 @@ from tool_call_closure.runners.thread_runner import ThreadPlatform, run_in_threa
 _MARKER = re.compile(r"m\d+x\d+")
 CALL_TIMEOUT = 1.0
 DEADLINE = 2.5
-CANCEL_GRACE = 0.5
+CANCEL_GRACE = 1.5  # longer than CALL_TIMEOUT: a timer may fire while a cancelled tool cleans up
 ELSEWHERE = {"status": "error", "code": "closed_by_other", "message": "closed by another party"}
 
 DISTURBANCES: dict[str, tuple[str, ...]] = {
     "asyncio": ("abort", "supersede", "close_elsewhere", "cancel"),
     "threads": ("abort", "supersede", "close_elsewhere", "interrupt", "submit_fails", "future_fails"),
 }
+
+
+_ENDING = {"abort", "supersede", "close_elsewhere", "cancel", "interrupt"}
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,8 @@ class Scenario:
 
     @property
     def bounded(self) -> bool:
-        """Whether the run must end even if a tool never finishes on its own."""
-        return self.call_timeout or self.deadline or bool(self.disturbances)
+        """Whether the run must end even if a tool never finishes on its own (an executor failure ends nothing)."""
+        return self.call_timeout or self.deadline or bool(set(self.disturbances) & _ENDING)
 
 
 @dataclass
@@ -263,6 +269,12 @@ def check(run: Execution, world: AsyncWorld | ThreadWorld) -> str | None:
         return "exactly one outcome: the runner's generation cannot be found"
     if not final.closed:
         return f"exactly one outcome: the generation was left open ({_pending(final)} pending)"
+    invoked = world.observed.invocations
+    if len(invoked) != len(set(invoked)):
+        return f"started: a tool was invoked twice ({invoked})"
+    twice = sorted(i for i, times in world.observed.cancellations.items() if times > 1)
+    if twice:
+        return f"returns: the tools of calls {twice} were cancelled more than once (a cleanup cut short)"
     if isinstance(world, AsyncWorld):
         logged = world.loop.errors + world.loop.unretrieved()
         if logged:
@@ -360,7 +372,9 @@ def explore(scenario: Scenario, preemptions: int, limit: int) -> tuple[int, str 
     return count, None, []
 
 
-def run_once(scenario: Scenario, chooser: Chooser, preemptions: int) -> str | None:
+def run_once(
+    scenario: Scenario, chooser: Chooser, preemptions: int, on_world: Callable[[Any], None] | None = None
+) -> str | None:
     """One execution: run, drain, check, and always end every actor (no thread or task outlives it)."""
     if scenario.runner == "asyncio":
         world: AsyncWorld | ThreadWorld = AsyncWorld(chooser, preemptions)
@@ -369,6 +383,8 @@ def run_once(scenario: Scenario, chooser: Chooser, preemptions: int) -> str | No
         failure = next((d for d in scenario.disturbances if d in ("submit_fails", "future_fails")), None)
         world = ThreadWorld(chooser, preemptions, failure)
         execute = execute_threads
+    if on_world is not None:
+        on_world(world)
     try:
         try:
             run = execute(scenario, world)
@@ -414,7 +430,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--behaviours", help="comma-separated tool behaviours (default: all of the runner's)")
     parser.add_argument("--preemptions", type=int, default=1, help="preemptions per execution (default 1)")
     parser.add_argument("--limit", type=int, default=200_000, help="interleavings per scenario before giving up")
+    parser.add_argument("--mutant", choices=sorted(MUTANTS), help="plant this bug first (runner_mutants.py)")
     args = parser.parse_args(argv)
+    if args.mutant:
+        apply_mutant(args.mutant)
     runners = ("asyncio", "threads") if args.runner == "both" else (args.runner,)
     chosen = args.behaviours.split(",") if args.behaviours else None
     started = time.perf_counter()
