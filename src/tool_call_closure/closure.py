@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, cast, final
+from typing import Any, Final, cast, final, overload
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import json_stringify, truncate_utf8
@@ -64,6 +64,7 @@ from tool_call_closure.values import (
     Rejection,
     SettlementResult,
     Snapshot,
+    TurnToken,
 )
 
 __all__ = ["ToolCallClosure", "create_tool_call_closure", "to_json"]
@@ -199,15 +200,39 @@ class ToolCallClosure:
         result: int | None = self._machine.entries["active_generation"](self, "active_generation")
         return result
 
-    def begin(self, calls: Sequence[CallInput]) -> BeginResult:
+    def turn_token(self) -> TurnToken:
+        """The generation now, as a :class:`~.TurnToken` for ``begin(calls, turn=token)`` (deviation D20).
+
+        Take it just before requesting a model turn; when the turn's calls
+        arrive, ``begin(calls, turn=token)`` starts them only if no other
+        ``begin`` happened in between.  The generation is 0 before the first ``begin``.
+        """
+        result: TurnToken = self._machine.entries["turn_token"](self, "turn_token")
+        return result
+
+    @overload
+    def begin(self, calls: Sequence[CallInput], *, turn: None = None) -> BeginResult: ...
+
+    @overload
+    def begin(self, calls: Sequence[CallInput], *, turn: TurnToken) -> BeginResult | Rejection: ...
+
+    def begin(self, calls: Sequence[CallInput], *, turn: TurnToken | None = None) -> BeginResult | Rejection:
         """Announce a new generation of calls (a list or tuple of ``{"id", "name"}`` mappings).
 
         An open generation is closed first, its pending calls cancelled with
         code ``superseded``; its final snapshot is the result's ``superseded``.
         Raises :class:`~.UsageError` or :class:`~.LimitError` for invalid
         calls, changing nothing.
+
+        With ``turn`` (a :class:`~.TurnToken` from :meth:`turn_token`, taken
+        before the model turn was requested) the begin is a compare-and-set
+        (deviation D20): it commits only if the generation is still the
+        token's; otherwise it returns a ``stale_turn`` :class:`~.Rejection`
+        (recorded as a diagnostic) and changes nothing else: the newer batch
+        stays current and no generation number is used.  Invalid calls still
+        raise first; a ``turn`` that is not a ``TurnToken`` raises ``UsageError``.
         """
-        result: BeginResult = self._machine.entries["begin"](self, "begin", calls)
+        result: BeginResult | Rejection = self._machine.entries["begin"](self, "begin", calls, turn)
         return result
 
     def settle(self, handle: BatchHandle, call_id: str, outcome: Outcome) -> SettlementResult:

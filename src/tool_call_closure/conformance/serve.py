@@ -54,7 +54,7 @@ from tool_call_closure.errors import ToolCallClosureError
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.semantics import is_object, read_key
 from tool_call_closure.machine.table import TABLE
-from tool_call_closure.values import BatchHandle, BeginResult
+from tool_call_closure.values import BatchHandle, BeginResult, TurnToken
 
 __all__ = [
     "MAX_DEPTH",
@@ -74,7 +74,7 @@ __all__ = [
 PROTOCOL_VERSION: Final = 1
 MAX_SAFE: Final = 2**53
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-CAPABILITIES: Final = ("hook", "tamper")
+CAPABILITIES: Final = ("hook", "tamper", "turn-guard")
 # The deepest nesting of arrays and objects a request line may have (spec/protocol.md, Limits): the request
 # object itself is level 1.  Deep enough for every vector (hook chains about 25 requests deep), shallow enough
 # that no implementation's recursion limit is reached while decoding, running and serializing it.
@@ -294,11 +294,37 @@ class _ResponseText:
 
 
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
-    """What each parameter of ``method`` takes when its argument is absent: its default, else None."""
+    """What each positional parameter of ``method`` takes when its argument is absent: its default, else None.
+
+    Keyword-only parameters (``begin``'s ``turn``) are not protocol arguments by position: see :func:`_turn`.
+    """
     defaults = []
     for parameter in list(inspect.signature(method).parameters.values())[1:]:  # after self
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            continue
         defaults.append(None if parameter.default is inspect.Parameter.empty else parameter.default)
     return tuple(defaults)
+
+
+def _turn(options: Any) -> Any:
+    """``begin``'s second protocol argument, ``{"turn": T}``, as the Python API's ``turn`` (capability turn-guard).
+
+    Only a JSON object's ``turn`` member is read: any other second argument is
+    ignored, as arguments beyond a method's parameters are.  An absent or null
+    ``turn`` is no guard; ``{"generation": g}`` with ``g`` an integer in
+    0..2**53-1 is the token of generation ``g``, and a token an earlier call
+    returned (``$snapshot``) is used as is.  Anything else is handed to
+    ``begin`` unchanged, which refuses it (``turn_invalid``, a TypeError), as
+    the Python API refuses a ``turn`` that is not a ``TurnToken``.
+    """
+    if type(options) is not dict:
+        return None
+    turn = options.get("turn")
+    if type(turn) is dict and turn.keys() == {"generation"}:
+        generation = turn["generation"]
+        if type(generation) is int and 0 <= generation < MAX_SAFE:
+            return TurnToken(generation)
+    return turn
 
 
 # protocol method name -> python attribute name
@@ -452,6 +478,9 @@ class Server:
         try:
             if method == "activeGeneration":
                 value: Any = closure.active_generation
+            elif method == "begin":  # begin(calls, {"turn": token}): the token is a keyword argument in Python
+                turn = _turn(args[1]) if len(args) > 1 else None
+                value = closure.begin(args[0] if args and args[0] is not ABSENT else None, turn=turn)
             else:
                 absent_as = self._parameters[method]
                 # Missing and $undefined arguments take what the parameter takes when absent; extras are ignored.
