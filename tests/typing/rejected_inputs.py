@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from openai.types.responses import Response
-
 from typing import assert_type
+
+from openai.types.responses import Response
 
 from tool_call_closure import BeginResult, Rejection, ToolCallClosure
 

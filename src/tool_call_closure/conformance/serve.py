@@ -479,8 +479,8 @@ class Server:
             if method == "activeGeneration":
                 value: Any = closure.active_generation
             elif method == "begin":  # begin(calls, {"turn": token}): the token is a keyword argument in Python
-                turn = _turn(args[1]) if len(args) > 1 else None
-                value = closure.begin(args[0] if args and args[0] is not ABSENT else None, turn=turn)
+                calls: Any = args[0] if args and args[0] is not ABSENT else None  # absent calls: refused by begin
+                value = closure.begin(calls, turn=_turn(args[1]) if len(args) > 1 else None)
             else:
                 absent_as = self._parameters[method]
                 # Missing and $undefined arguments take what the parameter takes when absent; extras are ignored.
