@@ -304,7 +304,11 @@ class FaultSweeps:
         if action.op not in _COMMITTING or action.nested is not None or action.handle not in (None, "current"):
             return None
         pending = sum(call.settlement is None for call in before.calls)
-        commit_class = (before.state, action.method, action.arg, action.turn, pending, len(before.diagnostics))
+        # A stale turn token commits a rejection (its one diagnostic): a class of its own.  A current one commits
+        # exactly as the same begin without a token (after one more guard, a read), so it shares that class; its
+        # faults are swept by tests/test_reliability.py ("turn-guarded begin") and the stateful machine.
+        turn = action.turn if action.turn == "stale" else None
+        commit_class = (before.state, action.method, action.arg, turn, pending, len(before.diagnostics))
         if not self.every and commit_class in self.seen:
             return None
         self.seen.add(commit_class)

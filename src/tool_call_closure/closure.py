@@ -92,7 +92,9 @@ class ToolCallClosure:
     once; ``close`` gives every call still pending an explicit synthetic error
     or cancellation; ``seal`` closes a generation whose calls all reported.
     Results for an older generation, a look-alike handle or an already settled
-    call are *rejected*, never applied.  Closed snapshots export to OpenAI
+    call are *rejected*, never applied; so is a model turn requested before a
+    newer ``begin``, when its calls are begun with the ``turn_token()`` taken
+    for it (deviation D20).  Closed snapshots export to OpenAI
     Chat Completions, OpenAI Responses, Anthropic Messages, Gemini and Bedrock
     Converse payloads, typed as each SDK's own parameter type.
 

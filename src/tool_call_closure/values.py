@@ -340,8 +340,9 @@ class Rejection:
     """A refused operation, returned instead of raising; it is also recorded as a :class:`Diagnostic`.
 
     ``call_id`` is the caller's id for the settle family and ``None`` for
-    close and seal; ``generation`` is the handle's generation when that is a
-    safe integer > 0, else ``None``; ``observed_status`` is described in
+    close, seal and begin; ``generation`` is the handle's generation when that
+    is a safe integer > 0, else ``None`` (for begin's ``stale_turn``, the turn
+    token's generation, deviation D20); ``observed_status`` is described in
     ``spec/README.md`` ("Observed status").
     """
 
