@@ -234,30 +234,29 @@ def _forged(generation: object) -> TurnToken:
     return token
 
 
-@pytest.mark.parametrize(
-    "turn",
-    [
-        {"generation": 0},
-        BatchHandle(0),
-        "0",
-        0,
-        object(),
-        TurnToken(-1),
-        TurnToken(2**53),
-        TurnToken(True),  # a bool is not an integer here (JS-7)
-        TurnToken(1.0),  # type: ignore[arg-type]
-        TurnToken(None),  # type: ignore[arg-type]
-        _forged("1"),
-    ],
-    ids=repr,
-)
-def test_a_turn_that_is_not_a_token_raises_naming_turn_and_changes_nothing(turn: Any) -> None:
+_NOT_TOKENS: dict[str, Any] = {
+    "a mapping": {"generation": 0},
+    "a look-alike handle": BatchHandle(0),
+    "a string": "0",
+    "an int": 0,
+    "an object": object(),
+    "a negative generation": TurnToken(-1),
+    "a generation past 2**53-1": TurnToken(2**53),
+    "a bool generation": TurnToken(True),  # a bool is not an integer here (JS-7)
+    "a float generation": TurnToken(1.0),  # type: ignore[arg-type]
+    "no generation": TurnToken(None),  # type: ignore[arg-type]
+    "a rewritten generation": _forged("1"),
+}
+
+
+@pytest.mark.parametrize("turn", list(_NOT_TOKENS))
+def test_a_turn_that_is_not_a_token_raises_naming_turn_and_changes_nothing(turn: str) -> None:
     closure = ToolCallClosure()
     closure.begin(CALLS)
     closure.succeed(closure.begin(CALLS).handle, "zz", 1)
     before = (_state(closure), _diagnostics(closure))
     with pytest.raises(UsageError) as info:
-        closure.begin([{"id": "b", "name": "t"}], turn=turn)
+        closure.begin([{"id": "b", "name": "t"}], turn=_NOT_TOKENS[turn])
     assert info.value.code == "turn_invalid"
     assert str(info.value) == "turn must be a turn token (the value turnToken() returns)"
     assert (_state(closure), _diagnostics(closure)) == before
