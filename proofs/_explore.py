@@ -17,7 +17,14 @@ of the default (fresh) snapshot, of the held open and closed snapshots, and of
 a forged copy; and *hooked* actions, whose caller value runs a nested action
 when the closure reads it (a settle outcome whose ``content``, a close reason
 whose ``status``, a call entry whose ``name`` begins a generation, closes it
-or settles the same call), which is what drives the recheck rows.
+or settles the same call), which is what drives the recheck rows.  Turn
+tokens (deviation D20): ``turn_token``, and ``begin`` given a token that is
+current, one that is stale, and a value that is not a token, with a valid and
+an invalid call list and with a call entry that begins a generation (so the
+token goes stale while the calls are read).  A token is compared with the
+counter only for equality, so "current" and "stale" (any other number) are
+every case a held token can be in: the caller's tokens need no place in the
+state.
 
 Deduplication uses the state abstraction :func:`state_key`: everything that
 determines future behaviour under this alphabet —
@@ -59,7 +66,7 @@ from pathlib import Path
 from typing import Any, Final
 
 try:
-    from tool_call_closure import BatchHandle, BeginResult, Snapshot, ToolCallClosure
+    from tool_call_closure import BatchHandle, BeginResult, Snapshot, ToolCallClosure, TurnToken
     from tool_call_closure.closure import _closure_with_machine
     from tool_call_closure.errors import ToolCallClosureError
     from tool_call_closure.machine.interpreter import MACHINE, Machine
@@ -82,6 +89,7 @@ UNKNOWN_ID: Final = "z"
 NAME: Final = "t"
 EXPORTS: Final = ("to_openai_chat_completions", "to_openai_responses", "to_anthropic_tool_results")
 HANDLES: Final = ("current", "stale", "lookalike", "none")
+TURNS: Final = ("current", "stale", "invalid")  # the turn tokens a guarded begin is given (deviation D20)
 
 
 @dataclass(frozen=True)
@@ -151,10 +159,13 @@ class Action:
     call_id: str | None = None
     arg: str | None = None  # outcome / reason / form variant / call list / snapshot selector
     nested: Action | None = None
+    turn: str | None = None  # begin's turn token: current | stale | invalid (see turn_argument), or none given
 
     @property
     def label(self) -> str:
         parts = [p for p in (self.handle, repr(self.call_id) if self.call_id is not None else None, self.arg) if p]
+        if self.turn is not None:
+            parts.append(f"turn={self.turn}")
         hook = f" ~> {self.nested.label}" if self.nested is not None else ""
         return f"{self.method}({', '.join(parts)}{hook})"
 
@@ -183,6 +194,18 @@ def call_lists(bounds: Bounds) -> dict[str, tuple[Any, str | None]]:
     return lists
 
 
+def turn_argument(closure: ToolCallClosure, kind: str) -> Any:
+    """The ``turn`` a guarded begin passes, taken when the action starts: a token of the current generation, a
+    stale one (the previous generation's; before the first begin, generation 1's), or a mapping that is not a
+    token."""
+    generation = closure._generation  # read privately: the action's row trace holds only the begin's rows
+    if kind == "current":
+        return TurnToken(generation)
+    if kind == "stale":
+        return TurnToken(generation - 1 if generation else 1)
+    return {"generation": generation}
+
+
 def actions(bounds: Bounds) -> tuple[Action, ...]:
     """The alphabet (see the module docstring)."""
     out = [Action("begin", "begin", arg=name) for name in call_lists(bounds)]
@@ -206,6 +229,12 @@ def actions(bounds: Bounds) -> tuple[Action, ...]:
             out.append(Action("settle", "settle", "current", call_id, "success", nested))
     out += [Action("close", "close", "current", arg="error", nested=n) for n in (nested_begin, nested_close)]
     out.append(Action("begin", "begin", arg="[" + known[0] + "]", nested=nested_begin))
+    # Turn tokens (deviation D20): a current token commits; a stale one, or one a nested begin makes stale while
+    # the calls are read, is rejected; a value that is not a token raises; invalid calls raise before the turn.
+    out += [Action("begin", "begin", arg="[" + known[0] + "]", turn=turn) for turn in TURNS]
+    out.append(Action("begin", "begin", arg="not-a-list", turn="stale"))
+    out.append(Action("begin", "begin", arg="[" + known[0] + "]", nested=nested_begin, turn="current"))
+    out.append(Action("turn_token", "turn_token"))
     out.append(Action("snapshot", "snapshot"))
     out.append(Action("active_generation", "active_generation"))
     out += [Action(m, "export", arg=s) for m in EXPORTS for s in ("default", "open", "closed", "forged")]
@@ -300,6 +329,7 @@ class Outcome:
     error: BaseException | None = None
     trace: list[str] | None = None
     handle: Any = None  # the handle object passed
+    turn: Any = None  # the turn token (or non-token) a guarded begin passed
     nested: tuple[Action, Outcome, Observation] | None = None  # the nested action, its outcome, the state after it
 
 
@@ -371,7 +401,11 @@ def _call(c: ToolCallClosure, world: World, action: Action, handle: Any, bounds:
 
     if method == "begin":
         calls = call_lists(bounds)[arg][0]
-        return c.begin([hooked(calls[0]), *calls[1:]] if action.nested is not None else calls)
+        given = [hooked(calls[0]), *calls[1:]] if action.nested is not None else calls
+        if action.turn is None:
+            return c.begin(given)
+        outcome.turn = turn_argument(c, action.turn)
+        return c.begin(given, turn=outcome.turn)
     if method == "settle":
         return c.settle(handle, action.call_id, hooked(OUTCOMES[arg][0]()))
     if method in FORMS:
@@ -384,6 +418,8 @@ def _call(c: ToolCallClosure, world: World, action: Action, handle: Any, bounds:
         return c.snapshot()
     if method == "active_generation":
         return c.active_generation
+    if method == "turn_token":
+        return c.turn_token()
     return getattr(c, method)(world.snapshot_arg(arg))
 
 

@@ -45,8 +45,9 @@ The transition relation is therefore the set of *steps* (operation, segment),
 each starting from any state with an arbitrary *context*: the operation's
 arguments (the handle's identity ``h``, the call index ``c``, the generation
 ``g0`` at the start of ``begin``, the snapshot argument ``sa``) and the values
-earlier segments computed (``nn`` validated calls, the normalized settlement,
-the normalized close reason ...).  Context values are constrained only by what
+earlier segments computed (``nn`` validated calls, ``tdef``/``tg`` whether
+``begin`` was given a turn token and its generation, the normalized
+settlement, the normalized close reason ...).  Context values are constrained only by what
 the effects that certainly ran in earlier segments guarantee (for example, a
 normalized close status is ``error`` or ``cancelled``).  Unlocked segments are
 steps too; the proof shows that they change nothing, so it does not matter
@@ -343,7 +344,7 @@ SNAPSHOT_FIELDS: Final = ("snap_gen", "snap_closed", "snap_cr", "snap_n", "snap_
 
 # The context of a step: the operation's arguments, then the values earlier segments computed.
 ARGUMENT_FIELDS: Final = ("h", "c", "g0", "sa_absent")
-CARRIED_FIELDS: Final = ("nn", "rgen_def", "stl_def", "st", "tok", "cr_def", "rst", "rtok", "sa")
+CARRIED_FIELDS: Final = ("nn", "tdef", "tg", "rgen_def", "stl_def", "st", "tok", "cr_def", "rst", "rtok", "sa")
 
 
 @dataclass(frozen=True)
@@ -467,12 +468,13 @@ class InOperation:
 
 # Operations: which arguments each takes (the API's shape; the table says nothing about it).
 OPERATIONS: Final[Mapping[str, tuple[str, ...]]] = {
-    "begin": ("calls",),
+    "begin": ("calls", "turn"),
     "settle": ("handle", "call_id", "outcome"),
     "close": ("handle", "reason"),
     "seal": ("handle",),
     "snapshot": (),
     "active_generation": (),
+    "turn_token": (),
     "export": ("snapshot",),
 }
 BEGIN: Final = "begin"  # the operation whose success starts a generation (I7)
@@ -487,6 +489,7 @@ CALLER_CODE: Final = frozenset(
 TAKES_LOCK: Final = frozenset({"default_snapshot"})
 # Effects whose result is a context value later segments read: effect -> the fields it produces.
 PRODUCES: Final[Mapping[str, tuple[str, ...]]] = {
+    "validate_turn": ("tdef", "tg"),
     "validate_calls": ("nn",),
     "read_handle_generation": ("rgen_def",),
     "normalize_outcome": ("stl_def", "st", "tok"),
@@ -534,6 +537,11 @@ def _guard_generation_changed(b: Builder, fr: Frame) -> GuardValue:
     return GuardValue(fr.s.gen != fr.ctx["g0"])
 
 
+def _guard_turn_stale(b: Builder, fr: Frame) -> GuardValue:
+    """begin was given a turn token whose generation is not the counter's value (deviation D20)."""
+    return GuardValue(z3.And(fr.ctx["tdef"], fr.s.gen != fr.ctx["tg"]))
+
+
 def _guard_snapshot_foreign(b: Builder, fr: Frame) -> GuardValue:
     """The snapshot argument is not a registered snapshot (decided by identity, reads nothing)."""
     return GuardValue(z3.Not(_registered(fr)))
@@ -550,6 +558,7 @@ GUARDS: Final[Mapping[str, Callable[[Builder, Frame], GuardValue]]] = {
     "call_not_pending": _guard_call_not_pending,
     "has_pending_calls": _guard_has_pending_calls,
     "generation_changed": _guard_generation_changed,
+    "turn_stale": _guard_turn_stale,
     "snapshot_foreign": _guard_snapshot_foreign,
     "snapshot_open": _guard_snapshot_open,
 }
@@ -702,6 +711,7 @@ def _effect_render_payload(b: Builder, fr: Frame, row: Row) -> Frame:
 
 
 EFFECTS: Final[Mapping[str, Callable[[Builder, Frame, Row], Frame]]] = {
+    "validate_turn": _caller_effect("validate_turn"),  # reads an argument; runs no caller code (not in CALLER_CODE)
     "validate_calls": _caller_effect("validate_calls"),
     "validate_call_id": _caller_effect("validate_call_id"),
     "read_handle_generation": _caller_effect("read_handle_generation"),
@@ -730,6 +740,7 @@ RESULTS: Final[Mapping[str, Callable[[Builder, Frame], Frame]]] = {
     "snapshot": _take_snapshot,
     "null": lambda b, fr: fr,
     "generation": _result_needs_run,
+    "turn_token": lambda b, fr: fr,  # reads the counter (0 before the first begin): never asks for a run
     "payload": lambda b, fr: fr,
 }
 
@@ -835,7 +846,7 @@ class Model:
         return z3.Or([call_state == self.call(s) for s in self.spec.terminal_calls] or [z3.BoolVal(False)])
 
     def ctx_sort(self, field: str) -> z3.SortRef:
-        if field in ("rgen_def", "stl_def", "cr_def", "sa_absent"):
+        if field in ("tdef", "rgen_def", "stl_def", "cr_def", "sa_absent"):
             return z3.BoolSort()
         if field in ("st", "rst"):
             return self.Status
@@ -845,6 +856,8 @@ class Model:
         """What an effect that continued guarantees about the context fields it produced."""
         if effect == "validate_calls":
             return z3.And(ctx["nn"] >= 0, ctx["nn"] <= self.max_calls)
+        if effect == "validate_turn":  # a token's generation is a safe integer >= 0; none given: no guard
+            return z3.Implies(ctx["tdef"], ctx["tg"] >= 0)
         if effect == "read_handle_generation":  # a handle this instance made carries a positive generation
             return z3.Implies(before["h"] >= 1, ctx["rgen_def"])
         if effect == "normalize_outcome":
@@ -857,6 +870,8 @@ class Model:
         """The context fields of ``effect`` before it ran (the interpreter's Context defaults)."""
         if effect == "validate_calls":
             return ctx["nn"] == 0
+        if effect == "validate_turn":
+            return z3.And(z3.Not(ctx["tdef"]), ctx["tg"] == 0)
         if effect in ("read_handle_generation", "normalize_outcome", "normalize_close_reason"):
             return z3.Not(ctx[PRODUCES[effect][0]])
         return z3.BoolVal(True)  # default_snapshot: the argument itself, any value
@@ -1146,6 +1161,7 @@ def describe_state(z3model: z3.ModelRef, s: State, indices: Iterable[int], snaps
 # Which context fields matter to an operation argument, and how to show them.
 _ARGUMENT_CONTEXT: Final[Mapping[str, tuple[str, ...]]] = {
     "calls": ("g0", "nn"),
+    "turn": ("tdef", "tg"),
     "handle": ("h",),
     "call_id": ("c",),
     "outcome": ("stl_def", "st", "tok"),
@@ -1169,6 +1185,8 @@ def describe_context(z3model: z3.ModelRef, op: str, ctx: Mapping[str, z3.ExprRef
         parts.append(f"call=#{ev('c')}")
     if "g0" in shown:
         parts.append(f"generation-at-start={ev('g0')} validated-calls={ev('nn')}")
+    if "tdef" in shown:
+        parts.append(f"turn-token=generation {ev('tg')}" if ev("tdef") == "True" else "turn-token=none")
     if "st" in shown:
         parts.append(f"settlement={ev('st')}/tok {ev('tok')}" if ev("stl_def") == "True" else "settlement=none")
     if "rst" in shown:

@@ -20,7 +20,13 @@ This script checks every invariant that can be observed:
   call with exactly that settlement), I2 (an action whose handle is not, by
   identity, the current one — stale, look-alike, ``None``, or made stale by a
   nested ``begin`` — is rejected as ``stale_generation`` and changes nothing
-  but, at most, one appended diagnostic), I3 (the snapshots the caller holds
+  but, at most, one appended diagnostic; and *fencing covers turns*, deviation
+  D20: a ``begin`` given a turn token is rejected as ``stale_turn``, with the
+  token's generation, exactly when the token is not the counter's value at the
+  commit — after any nested ``begin`` — and then changes nothing but, at most,
+  one appended diagnostic; a current token commits; a value that is not a
+  token raises ``turn_invalid``, and invalid calls raise their own error
+  first; ``turn_token`` returns the counter and changes nothing), I3 (the snapshots the caller holds
   never change), I4 (an action that raises changes nothing), I5 (a closed
   generation keeps its state, close reason and calls), I6 (an export changes
   nothing, succeeds only for a registered closed snapshot, refuses foreign and
@@ -62,6 +68,7 @@ from _explore import (
     Observation,
     Outcome,
     World,
+    call_lists,
     error_code,
     explore,
     fresh_world,
@@ -72,7 +79,7 @@ from _explore import (
 )
 from faults import run_with_fault
 
-from tool_call_closure import Accepted, BeginResult, Rejection
+from tool_call_closure import Accepted, BeginResult, Rejection, TurnToken
 from tool_call_closure.ecma import utf8_length
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.interpreter import Machine
@@ -83,9 +90,10 @@ from tool_call_closure.values import Limits
 class Checks:
     """The invariant checks for one machine and one set of limits."""
 
-    def __init__(self, machine: Machine, limits: Limits) -> None:
+    def __init__(self, machine: Machine, limits: Limits, bounds: Bounds) -> None:
         table = machine.table
         self.limits = limits
+        self.bounds = bounds
         self.pending = table.initial_call_state
         self.closed = table.closed_run_states
         self.builtin_codes = {"error", "cancelled", *table.texts.values()}  # default codes are exempt
@@ -149,6 +157,7 @@ class Checks:
         for check in (
             self._i1(before, after, result, action, same_generation),
             self._i2(before, after, outcome, action),
+            self._i2_turns(before, after, outcome, action),
             self._i3(before),
             self._i4(before, after, error),
             self._i5(before, after, same_generation),
@@ -192,6 +201,37 @@ class Checks:
         unchanged = (before.generation, before.state, before.calls, before.close_reason, before.handle)
         if (after.generation, after.state, after.calls, after.close_reason, after.handle) != unchanged:
             return f"I2: {action.label} changed the instance's state"
+        return None
+
+    def _i2_turns(self, before: Observation, after: Observation, outcome: Outcome, action: Action) -> str | None:
+        """Fencing covers turns (D20): a stale token's begin is rejected and changes nothing but one diagnostic."""
+        result, error = outcome.result, outcome.error
+        if action.op == "turn_token":
+            if result != TurnToken(before.generation) or after != before:
+                return f"I2: {action.label} returned {result!r} at generation {before.generation}, or changed the state"
+            return None
+        if action.op != "begin" or action.turn is None:
+            return None
+        token = outcome.turn
+        list_error = call_lists(self.bounds)[action.arg or ""][1]
+        if type(token) is not TurnToken or list_error is not None:
+            expected = "turn_invalid" if type(token) is not TurnToken else list_error
+            if error is None or error_code(error) != expected:
+                return f"I2: {action.label} did not raise {expected} (result: {result!r}, error: {error!r})"
+            return None  # I4 checks that nothing changed
+        if token.generation == before.generation:  # current when the lock is taken: the compare-and-set commits
+            if not isinstance(result, BeginResult):
+                return f"I2: {action.label} had a current token but did not begin (result: {result!r})"
+            return None
+        stale = isinstance(result, Rejection) and result.reason == "stale_turn"
+        if not stale or result.generation != (token.generation or None):
+            return f"I2: {action.label} had a stale token but was not rejected as stale_turn (result: {result!r})"
+        kept = before.diagnostics == after.diagnostics[: len(before.diagnostics)]
+        if not kept or len(after.diagnostics) - len(before.diagnostics) > 1:
+            return f"I2: {action.label} did more than append one diagnostic"
+        unchanged = (before.generation, before.state, before.calls, before.close_reason, before.handle)
+        if (after.generation, after.state, after.calls, after.close_reason, after.handle) != unchanged:
+            return f"I2: {action.label} changed the instance's state: a stale turn superseded or began"
         return None
 
     def _i3(self, before: Observation) -> str | None:
@@ -264,7 +304,11 @@ class FaultSweeps:
         if action.op not in _COMMITTING or action.nested is not None or action.handle not in (None, "current"):
             return None
         pending = sum(call.settlement is None for call in before.calls)
-        commit_class = (before.state, action.method, action.arg, pending, len(before.diagnostics))
+        # A stale turn token commits a rejection (its one diagnostic): a class of its own.  A current one commits
+        # exactly as the same begin without a token (after one more guard, a read), so it shares that class; its
+        # faults are swept by tests/test_reliability.py ("turn-guarded begin") and the stateful machine.
+        turn = action.turn if action.turn == "stale" else None
+        commit_class = (before.state, action.method, action.arg, turn, pending, len(before.diagnostics))
         if not self.every and commit_class in self.seen:
             return None
         self.seen.add(commit_class)
@@ -324,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TableError as exc:
         print(f"REFUSED: the reference's validator refuses this table: {exc}")
         return 2
-    checks = Checks(machine, fresh_world(machine, bounds).closure.limits)
+    checks = Checks(machine, fresh_world(machine, bounds).closure.limits, bounds)
     sweeps = FaultSweeps(bounds, every=args.faults == "all") if args.faults else None
 
     def visit(

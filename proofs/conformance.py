@@ -62,6 +62,7 @@ from _explore import (
     machine_for,
     perform,
     produced_snapshots,
+    turn_argument,
 )
 from _model import (
     ARGUMENT_FIELDS,
@@ -78,7 +79,7 @@ from _model import (
     read_table,
 )
 
-from tool_call_closure import Accepted, BatchHandle, BeginResult, Rejection, Snapshot
+from tool_call_closure import Accepted, BatchHandle, BeginResult, Rejection, Snapshot, TurnToken
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.values import CloseReason, Settlement, call_views, close_reason_view
@@ -189,7 +190,13 @@ def outcome_name(outcome: Outcome) -> str:
     result = outcome.result
     if isinstance(result, Rejection):
         return f"reject:{result.reason}"
-    kinds = ((BeginResult, "begin_result"), (Accepted, "accepted"), (Snapshot, "snapshot"), (list, "payload"))
+    kinds = (
+        (BeginResult, "begin_result"),
+        (Accepted, "accepted"),
+        (Snapshot, "snapshot"),
+        (list, "payload"),
+        (TurnToken, "turn_token"),
+    )
     for kind, name in kinds:
         if isinstance(result, kind):
             return f"return:{name}"
@@ -236,6 +243,8 @@ class Oracles:
             "g0": c._generation if action.op == "begin" else 0,
             "sa_absent": action.op == "export" and action.arg == "default",
             "nn": 0,
+            "tdef": False,
+            "tg": 0,
             "rgen_def": False,
             "stl_def": False,
             "st": "success",
@@ -260,6 +269,12 @@ class Oracles:
             calls, list_error = call_lists(self.bounds)[action.arg or ""]
             oracles[("validate_calls", "outcome")] = CONTINUE if list_error is None else f"raise:{list_error}"
             oracles[("validate_calls", "nn")] = len(calls) if list_error is None else 0
+            # validate_turn reads the token the action passes (taken from the counter when the action starts).
+            token = turn_argument(c, action.turn) if action.turn is not None else None
+            valid = token is None or type(token) is TurnToken
+            oracles[("validate_turn", "outcome")] = CONTINUE if valid else "raise:turn_invalid"
+            oracles[("validate_turn", "tdef")] = type(token) is TurnToken
+            oracles[("validate_turn", "tg")] = token.generation if type(token) is TurnToken else 0
         elif action.op == "settle":
             settlement = self.normalized(action) if error is None else None
             oracles[("normalize_outcome", "outcome")] = raised

@@ -467,6 +467,7 @@ def guards(state: AbstractState, op: Operation) -> dict[str, bool]:
 
 def _expected_guards(state: AbstractState, op: Operation) -> dict[str, bool]:
     expected = {"handle_not_current": state.generation == 0 or op.handle is not HandleKind.CURRENT}
+    expected.update(turn_stale=False, turn_stale_other=True, no_turn=False)  # D20: stale iff not the counter's
     if state.generation == 0:
         return expected
     known = 0 <= op.call < len(state.calls)
@@ -490,6 +491,7 @@ def interpreter_step(state: AbstractState, op: Operation) -> Step:
     pre: state.reachable() and op.applicable(state)
     post: _terminal_calls_unchanged(__return__)  # I1
     post: _fenced(op, __return__)  # I2
+    post: _turn_fenced(op, __return__)  # I2-turns
     post: not __return__.outcome.startswith("raised:") or __return__.after == __return__.before  # I4
     post: _closed_has_no_pending(__return__)  # I5
     post: op.kind not in (OpKind.SNAPSHOT, OpKind.EXPORT) or _pure_read(op, __return__)  # I6
@@ -522,6 +524,25 @@ def _fenced(op: Operation, st: Step) -> bool:
     grown = len(st.after.diagnostics) - len(st.before.diagnostics)
     return (
         st.after.core() == st.before.core()
+        and grown in (0, 1)
+        and st.after.diagnostics[: len(st.before.diagnostics)] == st.before.diagnostics
+    )
+
+
+def _turn_fenced(op: Operation, st: Step) -> bool:
+    """Fencing covers turns (D20): a begin whose token is not the counter's is rejected as stale_turn and changes no
+    call, run state or generation (at most one diagnostic); invalid calls raise first; a current token (or none)
+    begins."""
+    if op.kind is not OpKind.TURN_BEGIN:
+        return True
+    if op.status in (Status.INVALID, Status.ABSENT) and op.call >= 1:  # the list repeats its first id
+        return st.outcome == "raised:duplicate_call_id" and st.after == st.before
+    if op.handle in (HandleKind.CURRENT, HandleKind.MISSING):
+        return st.outcome == "begin"
+    grown = len(st.after.diagnostics) - len(st.before.diagnostics)
+    return (
+        st.outcome == "rejected:stale_turn"
+        and st.after.core() == st.before.core()
         and grown in (0, 1)
         and st.after.diagnostics[: len(st.before.diagnostics)] == st.before.diagnostics
     )

@@ -46,6 +46,7 @@ from tool_call_closure import (
     Snapshot,
     ToolCallClosure,
     ToolCallClosureError,
+    TurnToken,
 )
 from tool_call_closure.machine.context import BeginContext, ExportContext, SettleContext
 from tool_call_closure.machine.semantics import GUARDS
@@ -123,6 +124,7 @@ class OpKind(_Named):
     """The one public operation a step runs."""
 
     BEGIN = "begin"
+    TURN_BEGIN = "begin with a turn token"  # deviation D20: the handle kind chooses the token (see _turn)
     SETTLE = "settle"
     SUCCEED = "succeed"
     FAIL = "fail"
@@ -363,6 +365,19 @@ def _handle(closure: ToolCallClosure, handles: list[BatchHandle], kind: HandleKi
     return None
 
 
+def _turn(closure: ToolCallClosure, kind: HandleKind) -> TurnToken | None:
+    """A turn token by kind: CURRENT the counter's (it commits), STALE an older generation's, LOOKALIKE one this
+    instance has not reached (both stale), MISSING none at all (a plain begin)."""
+    generation = closure.active_generation or 0
+    if kind is HandleKind.CURRENT:
+        return TurnToken(generation)
+    if kind is HandleKind.STALE:
+        return TurnToken(generation - 1)
+    if kind is HandleKind.LOOKALIKE:
+        return TurnToken(generation + 1)
+    return None
+
+
 def _outcome(status: Status) -> dict[str, Any]:
     if status is Status.SUCCESS:
         return {"status": "success", "content": ["done", 1]}
@@ -388,11 +403,13 @@ def _run(closure: ToolCallClosure, handles: list[BatchHandle], op: Operation) ->
     handle = _handle(closure, handles, op.handle)
     cid = call_id(op.call)
     valid = op.status not in (Status.INVALID, Status.ABSENT)
-    if kind is OpKind.BEGIN:
+    if kind in (OpKind.BEGIN, OpKind.TURN_BEGIN):
         count = max(op.call, 0)
         calls = [{"id": call_id(i), "name": "next"} for i in range(count)]
         if not valid:
             calls.append({"id": call_id(0), "name": "duplicate"})
+        if kind is OpKind.TURN_BEGIN:
+            return closure.begin(calls, turn=_turn(closure, op.handle))
         return closure.begin(calls)
     if kind is OpKind.SETTLE:
         return closure.settle(handle, cid, _outcome(op.status))
@@ -421,7 +438,7 @@ def perform(closure: ToolCallClosure, handles: list[BatchHandle], op: Operation)
         return f"rejected:{result.reason}", result
     if op.kind in SETTLE_OPS:
         return f"accepted:{result.call_id}", result
-    if op.kind is OpKind.BEGIN:
+    if op.kind in (OpKind.BEGIN, OpKind.TURN_BEGIN):
         return "begin", result
     if isinstance(result, Snapshot):
         return "snapshot", result
@@ -461,6 +478,11 @@ def guard_values(state: AbstractState, op: Operation) -> dict[str, bool]:
     begin_ctx = BeginContext(closure, "begin", [])
     begin_ctx.start_generation = state.generation  # what begin records before its unlocked phase
     values = {"handle_not_current": GUARDS["handle_not_current"](ctx)}
+    # turn_stale (D20) with a token of the counter, of another generation, and with none; asked in every state.
+    for name, turn in (("turn_stale", state.generation), ("turn_stale_other", state.generation + 1), ("no_turn", None)):
+        begin_ctx.turn_generation = turn
+        values[name] = GUARDS["turn_stale"](begin_ctx)
+    begin_ctx.turn_generation = None
     if state.generation == 0:
         return values
     values["call_unknown"] = GUARDS["call_unknown"](ctx)

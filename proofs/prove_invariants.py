@@ -34,6 +34,11 @@ Obligations (``<step>`` is e.g. ``settle/recheck+commit``):
 * ``I2 fencing``: a step of an operation given a handle that is not the
   current generation's changes no call, no run state, no close reason, no
   generation counter and produces no snapshot (it may append a diagnostic).
+  ``I2 fencing-turns`` (fencing covers turns, deviation D20): a locked step
+  of ``begin`` given a turn token whose generation is not the counter's
+  changes the same nothing and appends at most one diagnostic;
+  ``I2 turn-current-commits`` checks that a ``begin`` whose token is current
+  can still commit (so the guard does not simply refuse every token).
 * ``I3 snapshot-immutable``: registered snapshot records never change and
   the registry only grows.
 * ``I4 atomic-failure``: a step that raises changes nothing.
@@ -233,6 +238,13 @@ def step_obligations(model: Model, where: InOperation) -> Iterator[Obligation]:
         stale = z3.Or(pre.rs == model.run(model.spec.initial_run), ctx["h"] != pre.cur)
         fenced = z3.And([getattr(post, f) == getattr(pre, f) for f in SCALAR_FIELDS if f != "nd"] + [same_calls])
         yield ob("I2 fencing", fenced, stale)
+    if "turn" in OPERATIONS[seg.op] and seg.locked:  # the segment that compares the token and commits
+        stale_turn = z3.And(ctx["tdef"], pre.gen != ctx["tg"])
+        unmoved = [getattr(post, f) == getattr(pre, f) for f in SCALAR_FIELDS if f != "nd"]
+        yield ob("I2 fencing-turns", z3.And([*unmoved, same_calls, post.nd <= pre.nd + 1]), stale_turn)
+        if seg.last:
+            current = [ctx["tdef"], pre.gen == ctx["tg"], returned]
+            yield Obligation("I2 turn-current-commits", label, [*base, *current], z3.BoolVal(True), reach=True)
     snap_same = z3.And([getattr(post, f)[j0] == getattr(pre, f)[j0] for f in SNAPSHOT_FIELDS])
     yield ob("I3 snapshot-immutable", z3.And(post.ns >= pre.ns, z3.Implies(z3.And(j0 >= 0, j0 < pre.ns), snap_same)))
     yield ob("I4 atomic-failure", z3.Implies(raised, unchanged(pre, post, k0, j0)))

@@ -70,6 +70,7 @@ __all__ = [
     "Rejection",
     "Settlement",
     "Snapshot",
+    "TurnToken",
     "is_object",
     "read_property",
 ]
@@ -130,6 +131,16 @@ class ModelError(Exception):
 @dataclass(frozen=True, eq=False)
 class Handle:
     """The capability for one generation: only this very object is current (compared by identity)."""
+
+    generation: int
+
+    def __json__(self) -> dict[str, Any]:
+        return {"generation": self.generation}
+
+
+@dataclass(frozen=True)
+class TurnToken:
+    """§5.1 (D20): the generation counter when a model turn was requested; plain data, compared by value."""
 
     generation: int
 
@@ -441,6 +452,10 @@ class Model:
         """GEN-1: the current generation's number, None before the first begin."""
         return None if self._run is None else self._run.generation
 
+    def turn_token(self) -> TurnToken:
+        """§5.1 (D20): the generation counter as a turn token, 0 before the first begin; changes nothing."""
+        return TurnToken(self._generation)
+
     def snapshot(self) -> Snapshot | None:
         """§13 SNAP-1..5: None before the first begin, else a new registered immutable snapshot."""
         return None if self._run is None else self._take_snapshot()
@@ -462,9 +477,13 @@ class Model:
 
     # ------------------------------------------------------------------ §5 begin
 
-    def begin(self, calls: Any) -> BeginResult:
+    def begin(self, calls: Any, turn: Any = None) -> BeginResult | Rejection:
         start = self._generation
+        token = self._turn_generation(turn)  # §5 step 1: the turn token first (D20); it runs no caller code
         validated = self._validate_calls(calls)  # prepare: caller code may run (nested operations)
+        # §5.1 recheck: with a token, a compare-and-set, before generation_changed; nothing else changes.
+        if token is not None and self._generation != token:
+            return self._reject("stale_turn", None, token if token > 0 else None, None)
         if self._generation != start:  # recheck: a nested begin ran
             raise ModelError("generation_changed")
         superseded = None  # commit
@@ -482,6 +501,16 @@ class Model:
         self._run = _Run(self._generation, handle, [_Call(call_id, name) for call_id, name in validated])
         self._diagnostics = []
         return BeginResult(self._generation, handle, superseded)
+
+    @staticmethod
+    def _turn_generation(turn: Any) -> int | None:
+        """§5 step 1 (D20): absent/None is no guard; else a turn token whose generation is a safe integer >= 0."""
+        if turn is None or turn is MISSING:
+            return None
+        generation = turn.generation if isinstance(turn, TurnToken) else None
+        if isinstance(generation, int) and not isinstance(generation, bool) and 0 <= generation <= MAX_SAFE_INTEGER:
+            return int(generation)
+        raise ModelError("turn_invalid")
 
     def _validate_calls(self, calls: Any) -> list[tuple[str, str]]:
         """§5 step 1 (BEG-1..4, BEG-7): array, length, then each entry fully before the next."""

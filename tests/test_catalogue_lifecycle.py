@@ -271,6 +271,7 @@ PUBLIC_NAMES = [
     "TableError",
     "ToolCallClosure",
     "ToolCallClosureError",
+    "TurnToken",  # deviation D20: the token turn_token() returns, for begin(calls, turn=token)
     "UsageError",
     "__version__",
     "create_tool_call_closure",

@@ -108,7 +108,7 @@ def test_shipped_contracts_hold() -> None:
         "special_float_to_string:spec",
     ):
         assert result[name] == "VERIFIED", out
-    for label in ("I1", "I2", "I4", "I5", "I6", "I7", "I8", "exactly-once", "inductive"):
+    for label in ("I1", "I2", "I2-turns", "I4", "I5", "I6", "I7", "I8", "exactly-once", "inductive"):
         assert result[f"interpreter_step:{label}"] == "BOUNDED", out
 
 
@@ -175,6 +175,22 @@ GUARDS["handle_not_current"] = _generation_only
 _closure_module.MACHINE = Machine(TABLE)
 """
 
+STALE_TURN_ACCEPTED = """
+import tool_call_closure.closure as _closure_module
+from tool_call_closure.machine.context import BeginContext
+from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine.semantics import GUARDS
+from tool_call_closure.machine.table import TABLE
+
+
+def _never_stale(ctx: BeginContext) -> bool:  # planted bug: the turn token is never compared (D20)
+    return False
+
+
+GUARDS["turn_stale"] = _never_stale
+_closure_module.MACHINE = Machine(TABLE)
+"""
+
 PLAIN_LAYOUT_TOO_FAR = """
 from tool_call_closure.ecma import number_to_string as _real_number_to_string
 
@@ -191,6 +207,7 @@ PLANTED = {
     "lone-surrogate-counts-one-byte": (LONE_SURROGATE_COUNTS_ONE, "byte_length_with_surrogates", {"spec"}),
     "close-leaves-a-call-pending": (CLOSE_LEAVES_A_CALL_PENDING, "interpreter_step", {"I5", "inductive"}),
     "look-alike-handle-accepted": (LOOKALIKE_HANDLE_ACCEPTED, "interpreter_step", {"I2"}),
+    "stale-turn-accepted": (STALE_TURN_ACCEPTED, "interpreter_step", {"I2-turns"}),
     "plain-layout-one-decade-too-far": (PLAIN_LAYOUT_TOO_FAR, "decimal_to_string", {"layout"}),
 }
 

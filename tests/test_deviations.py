@@ -1,7 +1,7 @@
-"""The deviations D1..D11 (``spec/deviations.json``): where the reference deliberately differs from the original.
+"""The deviations D1..D20 (``spec/deviations.json``): where the reference deliberately differs from the original.
 
 Each test asserts the reference's documented behaviour through the public API.  For the deviations that are
-visible over protocol v1 (``"protocol": true``: D1, D2, D3, D7 and D8..D11) the same request lines are also sent to
+visible over protocol v1 (``"protocol": true``: D1, D2, D3, D7, D8..D11, D18 and D20) the same request lines are also sent to
 ``python -m tool_call_closure serve`` and to the original through the Node adapter
 (``src/tool_call_closure/conformance/node/adapter.cjs``), and both answers are pinned, showing the documented difference.
 Only the Node part is skipped when ``node`` or the original (``$TCC_JS``, else the shared seed path) is missing.
@@ -34,6 +34,7 @@ from tool_call_closure import (
     Snapshot,
     ToolCallClosure,
     ToolCallClosureError,
+    TurnToken,
     UsageError,
     create_tool_call_closure,
     to_json,
@@ -139,7 +140,7 @@ CHAT_A_CANCELLED = (
 
 def test_every_deviation_has_a_test_and_every_protocol_visible_one_a_protocol_test() -> None:
     names = [name for name in globals() if name.startswith("test_D")]
-    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19)]
+    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20)]
     for deviation_id, deviation in DEVIATIONS.items():
         own = [name for name in names if name.startswith(f"test_{deviation_id}_")]
         assert own, deviation_id
@@ -1199,3 +1200,82 @@ def test_D19_str_returning_a_non_str_is_converted() -> None:
     assert c.cancel(h, "c", _Returns(object())).settlement.message == "[object Object]"  # type: ignore[union-attr]
     assert c.fail(h, "d", _NonStrTextError()).settlement.message == "null"  # type: ignore[union-attr]
     assert c.fail(h, "e", RuntimeError(_Returns(False))).settlement.message == "false"  # type: ignore[union-attr]
+
+
+# =========================================================================== D20
+
+
+def test_D20_a_stale_turn_does_not_supersede_the_newer_batch() -> None:
+    closure = ToolCallClosure()
+    older_turn = closure.turn_token()  # request 1 sent
+    newer_turn = closure.turn_token()  # the user edited the prompt: request 2 sent
+    newer = closure.begin([{"id": "new", "name": "t"}], turn=newer_turn)
+    assert not isinstance(newer, Rejection)
+    older = closure.begin([{"id": "old", "name": "t"}], turn=older_turn)
+    assert isinstance(older, Rejection)
+    assert (
+        to_json(older)
+        == '{"accepted":false,"reason":"stale_turn","callId":null,"generation":null,"observedStatus":null}'
+    )
+    assert closure.active_generation == 1
+    snapshot = closure.snapshot()
+    assert snapshot is not None
+    assert [(c.id, c.state) for c in snapshot.calls] == [("new", "pending")]
+    assert isinstance(closure.succeed(newer.handle, "new", "ok"), Accepted)
+
+
+def test_D20_without_a_token_begin_is_the_originals() -> None:
+    """The same sequence without tokens: the older turn's begin supersedes the newer batch, as in the original."""
+    closure = ToolCallClosure()
+    newer = closure.begin([{"id": "new", "name": "t"}])
+    older = closure.begin([{"id": "old", "name": "t"}])
+    assert older.superseded is not None
+    assert older.superseded.calls[0].settlement is not None
+    assert older.superseded.calls[0].settlement.code == "superseded"
+    late = closure.succeed(newer.handle, "new", "ok")
+    assert isinstance(late, Rejection)
+    assert late.reason == "stale_generation"
+
+
+def test_D20_a_turn_that_is_not_a_token_is_refused() -> None:
+    closure, _ = begun("a")
+    for turn in ({"generation": 1}, BatchHandle(1), 1, TurnToken(-1)):
+        raises(
+            UsageError,
+            "turn_invalid",
+            "turn must be a turn token (the value turnToken() returns)",
+            lambda turn=turn: closure.begin([], turn=turn),
+        )
+    assert closure.active_generation == 1
+
+
+def test_D20_over_the_protocol() -> None:
+    lines = [
+        NEW,
+        request(1, "turnToken"),
+        request(2, "begin", [{"id": "a", "name": "t"}], {"turn": {"generation": 0}}),
+        request(3, "begin", [{"id": "b", "name": "t"}], {"turn": {"$snapshot": 1}}),
+        request(4, "activeGeneration"),
+    ]
+    stale = (
+        '{"id":3,"ok":{"accepted":false,"reason":"stale_turn","callId":null,"generation":null,"observedStatus":null}}'
+    )
+    assert same(
+        reference(*lines),
+        [
+            '{"id":0,"ok":null}',
+            '{"id":1,"ok":{"generation":0}}',
+            BEGIN_A_OK.replace('"id":1,', '"id":2,'),
+            stale,
+            '{"id":4,"ok":1}',
+        ],
+    )
+    # The original has no turnToken (ProtocolError, and the failed call leaves no $snapshot record) and ignores
+    # begin's second argument: its second begin supersedes the first.
+    answers = original(*lines)
+    assert json.loads(answers[1])["error"]["kind"] == "ProtocolError"
+    assert json.loads(answers[2])["ok"]["generation"] == 1
+    assert json.loads(answers[3])["error"]["kind"] == "ProtocolError"  # {"$snapshot": 1}: no such record
+    assert answers[4] == '{"id":4,"ok":1}'
+    plain = [NEW, BEGIN_A, request(2, "begin", [{"id": "b", "name": "t"}], {"turn": {"generation": 0}})]
+    assert json.loads(original(*plain)[2])["ok"]["superseded"]["generation"] == 1  # the guard is ignored

@@ -48,6 +48,10 @@ def _set_guard(row_id: str, guard: str) -> Callable[[dict[str, Any]], None]:
     return lambda t: row(t, row_id).__setitem__("guard", guard)
 
 
+def _set_from(row_id: str, states: list[str]) -> Callable[[dict[str, Any]], None]:
+    return lambda t: row(t, row_id).__setitem__("from", states)
+
+
 MUTANTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "terminal-exit": _add_terminal_exit,  # success --report_error--> error (the reference's validator refuses it)
     "no-fencing": _drop_fencing,  # settle.admit.stale and settle.recheck.stale deleted
@@ -55,6 +59,8 @@ MUTANTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "no-new-generation": _drop("begin.commit.supersede", "start_generation"),
     "recheck-unknown": _set_guard("settle.recheck.duplicate", "call_unknown"),  # a nested settlement is missed
     "unknown-guard": _set_guard("seal.admit.pending", "no_such_guard"),
+    # D20: the stale-turn recheck only for an open generation: after a close, a stale model turn begins.
+    "stale-turn-open-only": _set_from("begin.recheck.stale_turn", ["open"]),
 }
 
 PROVE = "proofs/prove_invariants.py"
@@ -104,7 +110,14 @@ RUNS: dict[str, tuple[list[str], str | None, bool]] = {
     "bfs:faults-in-place": (["-c", IN_PLACE_SEAL], None, False),
     **{
         f"bfs:{m}": ([BFS, "--calls", "2", "--generations", "2", "--table"], m, False)
-        for m in ("terminal-exit", "no-fencing", "no-synthesis", "no-new-generation", "recheck-unknown")
+        for m in (
+            "terminal-exit",
+            "no-fencing",
+            "no-synthesis",
+            "no-new-generation",
+            "recheck-unknown",
+            "stale-turn-open-only",
+        )
     },
     "conformance": ([CONFORMANCE, "--calls", "1", "--generations", "1"], None, True),
     "conformance:drift": (["-c", DRIFT], None, True),
@@ -177,6 +190,8 @@ def test_prove_invariants_proves_every_obligation_of_the_shipped_table(runs: Run
         "I1 terminal-no-exit",
         "I1 terminal-sticky",
         "I2 fencing",
+        "I2 fencing-turns",
+        "I2 turn-current-commits",
         "I3 snapshot-immutable",
         "I4 atomic-failure",
         "I5 closed-no-pending",
@@ -204,6 +219,10 @@ def test_prove_invariants_proves_every_obligation_of_the_shipped_table(runs: Run
         ("no-synthesis", ["FAILED: I5 closed-no-pending [close/recheck+commit]", "rows fired: close.commit.close"]),
         ("no-new-generation", ["FAILED: I7 generation [begin/recheck+commit]", "rows fired: begin.commit.supersede"]),
         ("recheck-unknown", ["FAILED: WD [settle/recheck+commit]", "outcome: raise:illegal_transition"]),
+        (
+            "stale-turn-open-only",
+            ["FAILED: I2 fencing-turns [begin/recheck+commit]", "turn-token=generation", "rows fired: begin.commit."],
+        ),
     ],
 )
 def test_prove_invariants_refutes_a_broken_table_with_a_counterexample(
@@ -273,6 +292,7 @@ def test_bfs_check_by_replay_explores_exactly_what_cloning_explores(runs: Runs) 
         ("no-fencing", "VIOLATION: I2: settle(lookalike"),
         ("no-synthesis", "VIOLATION: I5: generation 1 is cancelled with 1 pending call(s)"),
         ("recheck-unknown", "VIOLATION: WD: settle(current, 'a', success ~> settle(current, 'a', error))"),
+        ("stale-turn-open-only", "VIOLATION: I2: begin([a], turn=stale) had a stale token but was not rejected"),
     ],
 )
 def test_bfs_check_finds_the_shortest_trace_to_a_violation(runs: Runs, mutant: str, violation: str) -> None:

@@ -123,6 +123,20 @@ def _rejected_settle() -> tuple[ToolCallClosure, Callable[[], Any]]:
     return closure, lambda: closure.succeed(handle, "a", "again")
 
 
+def _turn_guarded_begin() -> tuple[ToolCallClosure, Callable[[], Any]]:
+    closure, _handle = _open("abc", settled="a")
+    token = closure.turn_token()  # current: the compare-and-set commits, superseding the open generation (D20)
+    return closure, lambda: closure.begin([{"id": "x", "name": "t"}], turn=token)
+
+
+def _stale_turn_begin() -> tuple[ToolCallClosure, Callable[[], Any]]:
+    closure = ToolCallClosure(max_diagnostics=3)
+    token = closure.turn_token()
+    handle = closure.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]).handle
+    closure.succeed(handle, "a", "done")
+    return closure, lambda: closure.begin([{"id": "x", "name": "t"}], turn=token)  # stale: one diagnostic only
+
+
 def _export() -> tuple[ToolCallClosure, Callable[[], Any]]:
     closure, handle = _open("ab", settled="a")
     closed = closure.close(handle)
@@ -137,6 +151,8 @@ SCENARIOS: dict[str, Scenario] = {
     "superseding begin": _superseding_begin,
     "settle": _settle,
     "rejected settle": _rejected_settle,
+    "turn-guarded begin": _turn_guarded_begin,
+    "stale turn begin": _stale_turn_begin,
     "export": _export,
 }
 

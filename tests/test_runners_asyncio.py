@@ -134,20 +134,29 @@ def test_a_per_call_timeout_is_the_outcome_the_tool_is_cancelled_and_the_runner_
     assert outcome(report.snapshot, "c2") == ("success", None, None)
 
 
-async def _stubborn() -> str:
-    """Times out, ignores its cancellation and returns anyway: a real result after its call's outcome."""
-    try:
-        await asyncio.sleep(NEVER)
-    except asyncio.CancelledError:
-        await asyncio.sleep(0.01)  # ignores the cancellation and finishes anyway
-    return "LATE-RESULT"
+def stubborn_and_sibling() -> dict[str, Callable[[], Awaitable[str]]]:
+    """A tool that times out, ignores its cancellation and returns anyway (a real result after its call's outcome),
+    and a sibling that returns only after it did, so the batch is still open when the late result arrives.
 
+    With max_concurrency=1 the sibling starts when the stubborn call times out (a timed-out call frees its slot
+    at once), so its own call_timeout runs from then, while the stubborn tool needs one loop iteration more.
+    """
+    returned = asyncio.Event()
 
-async def _sibling() -> str:
-    return "sibling result"
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(NEVER)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0)  # ignores the cancellation and finishes anyway, a loop iteration later
+        returned.set()
+        return "LATE-RESULT"
 
+    async def sibling() -> str:
+        await returned.wait()
+        await asyncio.sleep(0)  # the stubborn tool's late result is delivered first
+        return "sibling result"
 
-STUBBORN_AND_SIBLING: dict[str, Callable[[], Awaitable[str]]] = {"stubborn": _stubborn, "sibling": _sibling}
+    return {"stubborn": stubborn, "sibling": sibling}
 
 
 def test_a_real_result_after_its_timeout_is_fenced_reported_late_and_never_exported() -> None:
@@ -156,8 +165,7 @@ def test_a_real_result_after_its_timeout_is_fenced_reported_late_and_never_expor
     async def main() -> tuple[ToolCallClosure, BatchRun]:
         closure = ToolCallClosure()
         calls = [call("c1", "stubborn"), call("c2", "sibling")]
-        # one at a time: the sibling starts only when the stubborn tool has returned, so the batch is still open
-        return closure, await run(closure, calls, STUBBORN_AND_SIBLING, call_timeout=0.02, max_concurrency=1)
+        return closure, await run(closure, calls, stubborn_and_sibling(), call_timeout=0.02, max_concurrency=1)
 
     closure, report = asyncio.run(main())
     assert report.ending == "completed"
@@ -531,7 +539,7 @@ def _stubborn_and_sibling(
         contexts: list[Any] = []
         asyncio.get_running_loop().set_exception_handler(lambda _, context: contexts.append(context))
         calls = [call("c1", "stubborn"), call("c2", "sibling")]
-        report = await run(target, calls, STUBBORN_AND_SIBLING, call_timeout=0.02, max_concurrency=1, on_late=on_late)
+        report = await run(target, calls, stubborn_and_sibling(), call_timeout=0.02, max_concurrency=1, on_late=on_late)
         return target, report, contexts
 
     return asyncio.run(main())
@@ -591,7 +599,8 @@ def test_a_system_exit_from_on_late_propagates_out_of_the_loop_as_from_an_asynci
     assert snapshot is not None
     assert snapshot.closed
     assert error_of(snapshot, "c1")["code"] == "tool_timeout"
-    assert outcome(snapshot, "c2") == ("cancelled", "run_cancelled", "not_started")
+    # the sibling had started (the timed-out call freed its slot) and waited for the late result: unknown
+    assert outcome(snapshot, "c2") == ("cancelled", "run_cancelled", "unknown")
     assert [d.reason for d in snapshot.diagnostics] == ["duplicate_settlement"]
 
 

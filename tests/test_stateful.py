@@ -35,7 +35,12 @@ I6 is checked where exports happen: a successful export had a closed
 snapshot this instance produced, read no part of a refused argument (trap
 snapshots), and changed nothing; the payload is mutable and detached.
 
-Rules.  ``begin`` (valid, invalid and junk call lists), ``settle`` /
+Rules.  ``begin`` (valid, invalid and junk call lists; with turn tokens taken
+earlier — current or gone stale — with a token taken just before and calls
+whose caller code begins, and with values that are not tokens: deviation
+D20, where a begin is accepted exactly when its token is the counter's value
+at the commit and a ``stale_turn`` rejection changes nothing but one
+diagnostic), ``turn_token``, ``settle`` /
 ``succeed`` / ``fail`` / ``cancel`` (current, stale, forged, look-alike and
 other-instance handles; announced, unknown and malformed ids; valid and
 invalid outcomes, contents, messages and codes), ``close`` (every reason
@@ -117,6 +122,7 @@ from tool_call_closure import (
     Snapshot,
     ToolCallClosure,
     ToolCallClosureError,
+    TurnToken,
     UsageError,
     to_json,
 )
@@ -143,6 +149,10 @@ class HookError(Exception):
     """The distinctive exception caller code raises after its nested operation."""
 
 
+class _Generation(int):
+    """An int subclass as a turn token's generation: it counts with its plain value (D5)."""
+
+
 # =========================================================================== sides
 
 
@@ -164,10 +174,19 @@ class Side:
     after the last nested operation (the baseline of I2/I4).
     """
 
-    def __init__(self, name: str, target: Any, *, make_handle: Callable[[int], Any], rejection: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        target: Any,
+        *,
+        make_handle: Callable[[int], Any],
+        rejection: Any,
+        make_turn: Callable[[Any], Any],
+    ) -> None:
         self.name = name
         self.target = target
         self.make_handle = make_handle  # a look-alike of this side's own handle type
+        self.make_turn = make_turn  # a turn token of this side's own token type (any generation value)
         self.rejection = rejection  # a rejection object of this side (never a snapshot)
         self.current: Any = None
         self.handles: list[Any] = []
@@ -603,6 +622,17 @@ class HandlePair:
 
 
 @dataclass(frozen=True, eq=False)
+class TurnPair:
+    """The implementation's and the model's turn token taken in the same step (a Bundle value)."""
+
+    impl: Any
+    model: Any
+
+    def __repr__(self) -> str:
+        return f"<turn token g{self.impl.generation}>"
+
+
+@dataclass(frozen=True, eq=False)
 class SnapPair:
     """The implementation's and the model's snapshot from the same step (a Bundle value)."""
 
@@ -998,7 +1028,18 @@ invalid_options = st.dictionaries(
 # =========================================================================== the machine
 
 
-FAULTED_OPERATIONS: Final = ("begin", "succeed", "fail", "stale_settle", "close", "seal", "snapshot", "export")
+FAULTED_OPERATIONS: Final = (
+    "begin",
+    "turn_begin",
+    "stale_turn_begin",
+    "succeed",
+    "fail",
+    "stale_settle",
+    "close",
+    "seal",
+    "snapshot",
+    "export",
+)
 FAULT_KINDS: Final[dict[str, Callable[[], BaseException]]] = {
     "injected": lambda: InjectedFault("injected"),
     "RecursionError": lambda: RecursionError("maximum recursion depth exceeded"),
@@ -1014,6 +1055,10 @@ def _faulted_invoke(op: str, side: Side) -> Any:
     call_id = pending[0] if pending else "a"
     if op == "begin":
         return target.begin([{"id": "f", "name": "t"}, {"id": "g", "name": "t"}])
+    if op in ("turn_begin", "stale_turn_begin"):  # D20: a current token commits, a stale one only rejects
+        generation = target.turn_token().generation
+        token = side.make_turn(generation if op == "turn_begin" else generation + 1)
+        return target.begin([{"id": "f", "name": "t"}], turn=token)
     if op == "succeed":
         return target.succeed(side.current, call_id, {"faulted": True})
     if op == "fail":
@@ -1043,6 +1088,7 @@ class ClosureMachine(RuleBasedStateMachine):
 
     handles = Bundle("handles")
     snapshots = Bundle("snapshots")
+    turns = Bundle("turns")
 
     def __init__(self) -> None:
         super().__init__()
@@ -1079,12 +1125,14 @@ class ClosureMachine(RuleBasedStateMachine):
             factory(**limits),
             make_handle=lambda generation: BatchHandle(generation=generation),
             rejection=Rejection("stale_generation", None, None, None),
+            make_turn=TurnToken,
         )
         self.model = Side(
             "model",
             spec_model.Model(**limits),
             make_handle=spec_model.Handle,
             rejection=spec_model.Rejection("stale_generation", None, None, None),
+            make_turn=spec_model.TurnToken,
         )
         self.max_diagnostics: int = self.model.target.limits["max_diagnostics"]
         for side, other in ((self.impl, factory(**limits)), (self.model, spec_model.Model(**limits))):
@@ -1339,6 +1387,86 @@ class ClosureMachine(RuleBasedStateMachine):
     def begin_with_caller_code(self, calls: Calls) -> Any:
         return self._begin(calls)
 
+    # ------------------------------------------------------------------ rules: turn tokens (deviation D20)
+
+    @rule(target=turns)
+    def take_turn_token(self) -> Any:
+        """``turn_token`` on both sides: the counter (0 before the first begin); it changes nothing."""
+        taken: dict[str, Any] = {}
+
+        def invoke(side: Side) -> Any:
+            taken[side.name] = side.target.turn_token()
+            return taken[side.name]
+
+        before = self.impl.state()
+        self._step("turn_token", invoke)
+        assert self.impl.state() == before, "turn_token changed the state"
+        assert taken["impl"].generation == (before[0] or 0), "the token is not the generation counter"
+        return TurnPair(taken["impl"], taken["model"])
+
+    def _begin_with_turn(self, calls: Calls, tokens: Callable[[Side], Any]) -> Any:
+        """``begin(calls, turn=…)`` on both sides, and fencing of turns: it began iff its token was the counter's
+        value at the commit (after any nested begin); a stale_turn rejection changed nothing but one diagnostic
+        (the generalised I2 check of every rejection, in ``_step``)."""
+        start = len(self.handle_history)
+        given: dict[str, Any] = {}
+
+        def invoke(side: Side) -> Any:
+            given[side.name] = tokens(side)
+            return side.target.begin(build(calls, side, "calls"), turn=given[side.name])
+
+        before = self.impl.state()
+        out = self._step("begin with a turn", invoke)
+        at_commit = (self.impl.after_nested if self.impl.nested else before)[0] or 0
+        token = given["impl"]
+        if isinstance(out.value, BeginResult):
+            assert token.generation == at_commit, f"I2: a begin with a stale token {token} began"
+            assert out.value.generation == token.generation + 1
+        elif isinstance(out.value, Rejection):
+            assert out.value.reason == "stale_turn", f"begin with a turn rejected as {out.value.reason}"
+            assert token.generation != at_commit, f"a begin with a current token {token} was rejected"
+        return multiple(*self.handle_history[start:])
+
+    @rule(target=handles, calls=calls_arguments, turn=turns)
+    def begin_with_turn(self, calls: Calls, turn: TurnPair) -> Any:
+        return self._begin_with_turn(calls, lambda side: turn.impl if side is self.impl else turn.model)
+
+    @rule(target=handles, calls=st.one_of(some_calls, hooked_calls))
+    def begin_with_a_fresh_turn(self, calls: Calls) -> Any:
+        """A token taken just before: it commits, unless the calls' caller code begins first (stale_turn)."""
+        return self._begin_with_turn(calls, lambda side: side.target.turn_token())
+
+    @rule(target=handles, calls=st.one_of(some_calls, hooked_calls), behind=st.integers(1, 3))
+    def begin_with_a_stale_turn(self, calls: Calls, behind: int) -> Any:
+        """A token of another generation than the counter's (taken before a later begin, or a number this
+        instance has not reached): stale_turn, and nothing but one diagnostic changes."""
+
+        def stale(side: Side) -> Any:
+            generation = side.target.turn_token().generation
+            return side.make_turn(generation - behind if generation >= behind else generation + behind)
+
+        return self._begin_with_turn(calls, stale)
+
+    @rule(
+        calls=some_calls,
+        turn=st.sampled_from(["dict", "string", "negative", "bool", "float", "huge", "subclass"]),
+    )
+    def begin_with_a_value_that_is_not_a_token(self, calls: Calls, turn: str) -> None:
+        """Anything but a token whose generation is a safe integer >= 0 raises turn_invalid and changes nothing
+        (an int subclass counts with its plain value, D5)."""
+        values: dict[str, Callable[[Side], Any]] = {
+            "dict": lambda side: {"generation": 0},
+            "string": lambda side: "0",
+            "negative": lambda side: side.make_turn(-1),
+            "bool": lambda side: side.make_turn(True),
+            "float": lambda side: side.make_turn(1.0),
+            "huge": lambda side: side.make_turn(2**53),
+            "subclass": lambda side: side.make_turn(_Generation(side.target.turn_token().generation)),
+        }
+        self._step(
+            "begin with a bad turn", lambda side: side.target.begin(build(calls, side, "c"), turn=values[turn](side))
+        )
+
     # ------------------------------------------------------------------ rules: close, seal, snapshot
 
     def _close(self, handle: Any, reason: Any) -> Any:
@@ -1485,13 +1613,13 @@ class ClosureMachine(RuleBasedStateMachine):
         out_model = capture(lambda: _faulted_invoke(op, model))
         if run.fired and run.error is not None:  # faulted after the install: the step was taken whole
             assert impl.state() == model.state(), f"I9: {op} faulted after its install ({fault}): state differs"
-            if op == "begin" and not out_model.raised:
+            if op in ("begin", "turn_begin") and not out_model.raised:
                 impl.note_begin(types.SimpleNamespace(handle=impl.target._run.handle))
                 model.note_begin(out_model.value)
             return
         out_impl = capture(lambda: _result_of(run))
         assert out_impl.text == out_model.text, f"{op}: implementation {out_impl.text} != model {out_model.text}"
-        if op == "begin" and not out_impl.raised:
+        if isinstance(out_impl.value, BeginResult):
             impl.note_begin(out_impl.value)
             model.note_begin(out_model.value)
 
@@ -1601,9 +1729,14 @@ def _close_without_synthesis(raw: dict[str, Any]) -> None:
     row(raw, "close.commit.close")["effects"].remove("synthesize_pending")
 
 
+def _stale_turns_fenced_only_while_open(raw: dict[str, Any]) -> None:
+    row(raw, "begin.recheck.stale_turn")["from"] = ["open"]  # D20: after a close, a stale turn would begin
+
+
 PLANTED: Final[dict[str, Callable[[dict[str, Any]], None]]] = {
     "settle fencing rows deleted": _delete_stale_settle_rows,
     "close does not synthesize pending calls": _close_without_synthesis,
+    "stale turns fenced only while a generation is open": _stale_turns_fenced_only_while_open,
 }
 
 

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from tables import RAW, closure_for, modified, raw_table, row
-from tool_call_closure import TableError, ToolCallClosure, UsageError
+from tool_call_closure import Rejection, TableError, ToolCallClosure, TurnToken, UsageError
 from tool_call_closure.machine.interpreter import Machine
 from tool_call_closure.machine.table import TABLE, covering_row, load_table
 
@@ -48,8 +48,18 @@ def test_shipped_table_loads_and_names_the_model() -> None:
         "unknown_call",
         "duplicate_settlement",
         "pending_calls",
+        "stale_turn",  # deviation D20
     }
-    assert set(TABLE.operations) == {"begin", "settle", "close", "seal", "snapshot", "active_generation", "export"}
+    assert set(TABLE.operations) == {
+        "begin",
+        "settle",
+        "close",
+        "seal",
+        "snapshot",
+        "active_generation",
+        "turn_token",  # deviation D20
+        "export",
+    }
     forms = {m["python"] for m in TABLE.operations["settle"].methods}
     assert forms == {"settle", "succeed", "fail", "cancel"}
     assert len({r.id for r in TABLE.transitions}) == len(TABLE.transitions)
@@ -314,6 +324,7 @@ OPERATIONS = {
     "seal": lambda c, h: c.seal(h),
     "snapshot": lambda c, h: c.snapshot(),
     "active_generation": lambda c, h: c.active_generation,
+    "turn_token": lambda c, h: c.turn_token(),
     "export": lambda c, h: c.to_openai_chat_completions(),
 }
 
@@ -352,6 +363,31 @@ def test_every_state_operation_pair_follows_its_row(state: str, op: str) -> None
         assert _observable(closure) == before  # I2: a rejection changes no call and no state
     else:
         assert final.result.kind == "return"
+
+
+@pytest.mark.parametrize("state", TABLE.run_states)
+def test_a_begin_with_a_stale_turn_is_rejected_by_its_row_in_every_state_and_changes_nothing(state: str) -> None:
+    """Deviation D20: begin.recheck.stale_turn fires from every run state (the token names generation 7, which is
+    never current here); the rejection is recorded and nothing else changes, no generation number included."""
+    closure, _ = _closure_in(state)
+    before = _observable(closure)
+    generation = closure.active_generation
+    closure._trace = []
+    rejected = closure.begin([{"id": "n", "name": "t"}], turn=TurnToken(7))
+    assert isinstance(rejected, Rejection)
+    assert (rejected.reason, rejected.call_id, rejected.generation, rejected.observed_status) == (
+        "stale_turn",
+        None,
+        7,
+        None,
+    )
+    assert closure._trace == ["begin.prepare.validate", "begin.recheck.stale_turn"]
+    assert _observable(closure) == before
+    assert closure.active_generation == generation
+    token = closure.turn_token()
+    assert token == TurnToken(generation or 0)
+    assert not isinstance(closure.begin([], turn=token), Rejection)  # the current token commits
+    assert closure.active_generation == (generation or 0) + 1  # no number was used by the rejection
 
 
 def test_a_defaulted_pair_raises_illegal_transition_and_changes_nothing() -> None:

@@ -59,7 +59,7 @@ def test_the_sdk_calls_type_check_and_the_typos_do_not() -> None:
         for number, line in enumerate(REJECTED.read_text(encoding="utf-8").splitlines(), start=1)
         if "# error: " in line
     }
-    assert len(expected) == 7
+    assert len(expected) == 9
     status, errors = _mypy(*USAGE, REJECTED)
     assert status == 1
     assert errors == expected

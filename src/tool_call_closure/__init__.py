@@ -19,6 +19,7 @@ from tool_call_closure.values import (
     Settlement,
     SettlementResult,
     Snapshot,
+    TurnToken,
 )
 
 __version__ = "1.0.0"
@@ -39,6 +40,7 @@ __all__ = [
     "TableError",
     "ToolCallClosure",
     "ToolCallClosureError",
+    "TurnToken",
     "UsageError",
     "__version__",
     "create_tool_call_closure",

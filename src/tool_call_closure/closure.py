@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, cast, final
+from typing import Any, Final, Literal, TypeAlias, cast, final, overload
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import json_stringify, truncate_utf8
@@ -65,6 +65,7 @@ from tool_call_closure.values import (
     Rejection,
     SettlementResult,
     Snapshot,
+    TurnToken,
 )
 
 __all__ = ["GenerationEnd", "OnGenerationEnd", "ToolCallClosure", "create_tool_call_closure", "to_json"]
@@ -100,7 +101,9 @@ class ToolCallClosure:
     once; ``close`` gives every call still pending an explicit synthetic error
     or cancellation; ``seal`` closes a generation whose calls all reported.
     Results for an older generation, a look-alike handle or an already settled
-    call are *rejected*, never applied.  Closed snapshots export to OpenAI
+    call are *rejected*, never applied; so is a model turn requested before a
+    newer ``begin``, when its calls are begun with the ``turn_token()`` taken
+    for it (deviation D20).  Closed snapshots export to OpenAI
     Chat Completions, OpenAI Responses, Anthropic Messages, Gemini and Bedrock
     Converse payloads, typed as each SDK's own parameter type.
 
@@ -210,13 +213,43 @@ class ToolCallClosure:
         result: int | None = self._machine.entries["active_generation"](self, "active_generation")
         return result
 
-    def begin(self, calls: Sequence[CallInput], *, on_end: OnGenerationEnd | None = None) -> BeginResult:
+    def turn_token(self) -> TurnToken:
+        """The generation now, as a :class:`~.TurnToken` for ``begin(calls, turn=token)`` (deviation D20).
+
+        Take it just before requesting a model turn; when the turn's calls
+        arrive, ``begin(calls, turn=token)`` starts them only if no other
+        ``begin`` happened in between.  The generation is 0 before the first ``begin``.
+        """
+        result: TurnToken = self._machine.entries["turn_token"](self, "turn_token")
+        return result
+
+    @overload
+    def begin(
+        self, calls: Sequence[CallInput], *, turn: None = None, on_end: OnGenerationEnd | None = None
+    ) -> BeginResult: ...
+
+    @overload
+    def begin(
+        self, calls: Sequence[CallInput], *, turn: TurnToken, on_end: OnGenerationEnd | None = None
+    ) -> BeginResult | Rejection: ...
+
+    def begin(
+        self, calls: Sequence[CallInput], *, turn: TurnToken | None = None, on_end: OnGenerationEnd | None = None
+    ) -> BeginResult | Rejection:
         """Announce a new generation of calls (a list or tuple of ``{"id", "name"}`` mappings).
 
         An open generation is closed first, its pending calls cancelled with
         code ``superseded``; its final snapshot is the result's ``superseded``.
         Raises :class:`~.UsageError` or :class:`~.LimitError` for invalid
         calls, changing nothing.
+
+        With ``turn`` (a :class:`~.TurnToken` from :meth:`turn_token`, taken
+        before the model turn was requested) the begin is a compare-and-set
+        (deviation D20): it commits only if the generation is still the
+        token's; otherwise it returns a ``stale_turn`` :class:`~.Rejection`
+        (recorded as a diagnostic) and changes nothing else: the newer batch
+        stays current and no generation number is used.  Invalid calls still
+        raise first; a ``turn`` that is not a ``TurnToken`` raises ``UsageError``.
 
         ``on_end(snapshot, how)`` (deviation D21) is called exactly once when
         the new generation ends — superseded by a later ``begin``, closed or
@@ -225,10 +258,12 @@ class ToolCallClosure:
         exception it raises is logged (logger ``tool_call_closure``) and changes nothing.
         """
         if on_end is None:
-            result: BeginResult = self._machine.entries["begin"](self, "begin", calls)
+            result: BeginResult | Rejection = self._machine.entries["begin"](self, "begin", calls, turn)
         else:
-            result = self._end_watch.begin_watched(lambda: self._machine.entries["begin"](self, "begin", calls), on_end)
-        if result.superseded is not None and self._end_watch.active:
+            result = self._end_watch.begin_watched(
+                lambda: self._machine.entries["begin"](self, "begin", calls, turn), on_end
+            )
+        if isinstance(result, BeginResult) and result.superseded is not None and self._end_watch.active:
             self._end_watch.ended(result.superseded, "superseded")
         return result
 
@@ -376,7 +411,7 @@ class _EndWatch:
         self.in_flight = 0
         self.active = False  # callbacks or in_flight: read without the lock by the shells' fast path
 
-    def begin_watched(self, begin: Callable[[], BeginResult], on_end: object) -> BeginResult:
+    def begin_watched(self, begin: Callable[[], BeginResult | Rejection], on_end: object) -> BeginResult | Rejection:
         if not callable(on_end):
             raise UsageError(f"on_end must be a function or None, got {type(on_end).__name__}", code="on_end_invalid")
         with self.lock:
@@ -387,7 +422,7 @@ class _EndWatch:
         except BaseException:
             self._leave(None, on_end)
             raise
-        claimed = self._leave(result.generation, on_end)
+        claimed = self._leave(result.generation if isinstance(result, BeginResult) else None, on_end)
         if claimed is not None:
             _call_on_end(cast(OnGenerationEnd, on_end), *claimed)  # checked callable above
         return result

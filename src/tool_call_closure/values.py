@@ -34,6 +34,10 @@ Two identity rules matter:
   returned, never a look-alike with the same generation number;
 * a :class:`Snapshot` compares by value, but exports accept only the very
   objects this instance produced (an identity registry, see ``_machine``).
+
+A :class:`TurnToken` is the opposite of a handle: plain data (a generation
+number) that compares by value.  It grants nothing; ``begin`` only compares
+its number with the generation counter (deviation D20).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ __all__ = [
     "SettlementResult",
     "SideEffectState",
     "Snapshot",
+    "TurnToken",
     "accepted_view",
     "call_records",
     "call_views",
@@ -189,7 +194,7 @@ CallState: TypeAlias = Literal["pending", "success", "error", "cancelled"]
 SettledStatus: TypeAlias = Literal["success", "error", "cancelled"]
 SideEffectState: TypeAlias = Literal["unknown", "not_started"]
 RejectionReason: TypeAlias = Literal[
-    "stale_generation", "run_closed", "unknown_call", "duplicate_settlement", "pending_calls"
+    "stale_generation", "run_closed", "unknown_call", "duplicate_settlement", "pending_calls", "stale_turn"
 ]
 ObservedStatus: TypeAlias = Literal["success", "error", "cancelled", "invalid"] | None
 
@@ -204,6 +209,26 @@ class BatchHandle:
     ``settle``/``close``/``seal``.  Only the object ``begin`` returned is
     accepted; constructing ``BatchHandle(generation=n)`` yourself makes a
     look-alike that is always answered ``stale_generation``.
+    """
+
+    generation: int
+
+    def __json__(self) -> dict[str, Any]:
+        return {"generation": self.generation}
+
+
+@final
+@_sealed
+@dataclass(frozen=True, slots=True)
+class TurnToken:
+    """The generation that was current when a model turn was requested, returned by ``turn_token()``.
+
+    Take it *before* requesting the model turn and pass it to
+    ``begin(calls, turn=token)``: the turn's calls then begin only if no
+    other ``begin`` happened in between (compare-and-set; otherwise a
+    ``stale_turn`` rejection, and nothing changes).  Unlike a handle it is
+    plain data, not a capability: it only names a generation number
+    (0 before the first ``begin``), and equal tokens are interchangeable.
     """
 
     generation: int
@@ -315,8 +340,9 @@ class Rejection:
     """A refused operation, returned instead of raising; it is also recorded as a :class:`Diagnostic`.
 
     ``call_id`` is the caller's id for the settle family and ``None`` for
-    close and seal; ``generation`` is the handle's generation when that is a
-    safe integer > 0, else ``None``; ``observed_status`` is described in
+    close, seal and begin; ``generation`` is the handle's generation when that
+    is a safe integer > 0, else ``None`` (for begin's ``stale_turn``, the turn
+    token's generation, deviation D20); ``observed_status`` is described in
     ``spec/README.md`` ("Observed status").
     """
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import assert_type
+
 from openai.types.responses import Response
 
-from tool_call_closure import ToolCallClosure
+from tool_call_closure import BeginResult, Rejection, ToolCallClosure
 
 
 def typos(closure: ToolCallClosure, response: Response) -> None:
@@ -19,3 +21,15 @@ def typos(closure: ToolCallClosure, response: Response) -> None:
     accepted = closure.succeed(batch.handle, "a", "ok")
     if accepted.accepted:
         print(accepted.setlement)  # error: attr-defined
+
+
+def stale_turns(closure: ToolCallClosure) -> None:
+    """Deviation D20: begin without a token is a BeginResult; with one it may be a stale_turn Rejection."""
+    assert_type(closure.begin([]), BeginResult)  # unchanged without a token: no narrowing needed
+    token = closure.turn_token()
+    guarded = closure.begin([], turn=token)
+    assert_type(guarded, BeginResult | Rejection)
+    print(guarded.handle)  # error: union-attr
+    closure.begin([], turn={"generation": 1})  # error: call-overload
+    if isinstance(guarded, BeginResult):
+        print(guarded.handle)  # narrowed: a BeginResult

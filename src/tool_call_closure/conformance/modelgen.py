@@ -5,7 +5,8 @@ Theory of operation
 A breadth-first search over sequences of protocol requests drawn from a small
 alphabet (begin, every settlement form with the current, a look-alike and an
 unknown target, close and seal with and without hooks that nest operations,
-snapshot, exports of fresh and cloned snapshots).  Each candidate sequence is
+snapshot, exports of fresh and cloned snapshots, a turn token and a begin
+with a token that is not current).  Each candidate sequence is
 run on the reference with row tracing on; the first (shortest, then earliest
 in alphabet order) sequence that makes a row fire becomes that row's vector,
 ``spec/vectors/model/model-<row id>.json`` with origin ``model``.  The search
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from tool_call_closure.conformance.subject import InProcessSubject
-from tool_call_closure.conformance.vectors import VECTOR_FORMAT, generate, render
+from tool_call_closure.conformance.vectors import VECTOR_FORMAT, generate, render, uses_turn_guard
 from tool_call_closure.machine.table import TABLE
 
 __all__ = ["ALPHABET", "generate_model_vectors", "shortest_witnesses"]
@@ -82,6 +83,13 @@ ALPHABET: Final[tuple[Action, ...]] = (
     ("active generation", lambda g: _call("activeGeneration")),
     ("export", lambda g: _call("toOpenAIChatCompletions")),
     ("export a clone", lambda g: _call("toAnthropicToolResults", {"$clone": 1})),
+    # Deviation D20 (capability turn-guard), last so that the witnesses of the other rows stay what they were: a
+    # turn token, and a begin whose token is not current (the previous generation's, or 1 before any begin).
+    ("turn token", lambda g: _call("turnToken")),
+    (
+        "begin a with a stale turn",
+        lambda g: _call("begin", [{"id": "a", "name": "t"}], {"turn": {"generation": g - 1 if g else 1}}),
+    ),
 )
 
 
@@ -133,7 +141,8 @@ def generate_model_vectors(directory: Path, max_depth: int = 3) -> list[Path]:
             "id": vector_id,
             "description": f"The shortest request sequence found by the model search that fires row {row_id}.",
             "origin": "model",
-            "tags": ["area:model"],
+            # A witness that needs the turn-guard capability pins deviation D20, as the hand-written ones do.
+            "tags": ["area:model", *(["deviation:D20"] if uses_turn_guard(requests) else [])],
             "steps": [{"request": request} for request in requests],
         }
         path = directory / f"{vector_id}.json"

@@ -54,7 +54,7 @@ from tool_call_closure.errors import ToolCallClosureError
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.semantics import is_object, read_key
 from tool_call_closure.machine.table import TABLE
-from tool_call_closure.values import BatchHandle, BeginResult
+from tool_call_closure.values import BatchHandle, BeginResult, TurnToken
 
 __all__ = [
     "MAX_DEPTH",
@@ -74,7 +74,7 @@ __all__ = [
 PROTOCOL_VERSION: Final = 1
 MAX_SAFE: Final = 2**53
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-CAPABILITIES: Final = ("hook", "tamper")
+CAPABILITIES: Final = ("hook", "tamper", "turn-guard")
 # The deepest nesting of arrays and objects a request line may have (spec/protocol.md, Limits): the request
 # object itself is level 1.  Deep enough for every vector (hook chains about 25 requests deep), shallow enough
 # that no implementation's recursion limit is reached while decoding, running and serializing it.
@@ -296,7 +296,8 @@ class _ResponseText:
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
     """What each positional parameter of ``method`` takes when its argument is absent: its default, else None.
 
-    Keyword-only parameters (``begin``'s ``on_end``) are Python extensions no protocol argument reaches.
+    Keyword-only parameters are not protocol arguments by position: ``begin``'s ``turn`` is read from its second
+    argument (see :func:`_turn`), and ``on_end`` is a Python extension no protocol argument reaches.
     """
     defaults = []
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -304,6 +305,27 @@ def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
         if parameter.kind in positional:
             defaults.append(None if parameter.default is inspect.Parameter.empty else parameter.default)
     return tuple(defaults)
+
+
+def _turn(options: Any) -> Any:
+    """``begin``'s second protocol argument, ``{"turn": T}``, as the Python API's ``turn`` (capability turn-guard).
+
+    Only a JSON object's ``turn`` member is read: any other second argument is
+    ignored, as arguments beyond a method's parameters are.  An absent or null
+    ``turn`` is no guard; ``{"generation": g}`` with ``g`` an integer in
+    0..2**53-1 is the token of generation ``g``, and a token an earlier call
+    returned (``$snapshot``) is used as is.  Anything else is handed to
+    ``begin`` unchanged, which refuses it (``turn_invalid``, a TypeError), as
+    the Python API refuses a ``turn`` that is not a ``TurnToken``.
+    """
+    if type(options) is not dict:
+        return None
+    turn = options.get("turn")
+    if type(turn) is dict and turn.keys() == {"generation"}:
+        generation = turn["generation"]
+        if type(generation) is int and 0 <= generation < MAX_SAFE:
+            return TurnToken(generation)
+    return turn
 
 
 # protocol method name -> python attribute name
@@ -457,6 +479,9 @@ class Server:
         try:
             if method == "activeGeneration":
                 value: Any = closure.active_generation
+            elif method == "begin":  # begin(calls, {"turn": token}): the token is a keyword argument in Python
+                calls: Any = args[0] if args and args[0] is not ABSENT else None  # absent calls: refused by begin
+                value = closure.begin(calls, turn=_turn(args[1]) if len(args) > 1 else None)
             else:
                 absent_as = self._parameters[method]
                 # Missing and $undefined arguments take what the parameter takes when absent; extras are ignored.

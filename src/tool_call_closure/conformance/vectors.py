@@ -57,6 +57,7 @@ __all__ = [
     "manifest",
     "regenerate",
     "spec_hash",
+    "uses_turn_guard",
 ]
 
 VECTOR_FORMAT: Final = "tool-call-closure.vector/1"
@@ -257,7 +258,27 @@ def generate(data: dict[str, Any]) -> dict[str, Any]:
         result["requires"] = sorted({*result["requires"], "hook"})
     if any(isinstance(r, dict) and r.get("cmd") == "tamper" for r in requests):
         result["requires"] = sorted({*result["requires"], "tamper"})
+    if uses_turn_guard(requests):
+        result["requires"] = sorted({*result["requires"], "turn-guard"})
     return result
+
+
+def uses_turn_guard(requests: Iterable[Any]) -> bool:
+    """Whether any of ``requests`` (a hook's nested requests included) needs the ``turn-guard`` capability: a
+    ``turnToken`` call, or a ``begin`` whose second argument is an object with a ``turn`` member."""
+    pending: list[Any] = list(requests)
+    while pending:  # iterative: a vector's requests may nest as deep as the protocol allows
+        value = pending.pop()
+        if isinstance(value, dict):
+            if value.get("cmd") == "call" and value.get("method") == "turnToken":
+                return True
+            args = value.get("args") if value.get("cmd") == "call" and value.get("method") == "begin" else None
+            if isinstance(args, list) and len(args) > 1 and isinstance(args[1], dict) and "turn" in args[1]:
+                return True
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return False
 
 
 def render(data: dict[str, Any]) -> str:

@@ -19,13 +19,14 @@ run time.
 ::
 
     Context                      closure, method
-    ├── ReadContext              snapshot, active_generation
-    ├── BeginContext             begin: calls, validated calls, start generation, superseded snapshot
+    ├── ReadContext              snapshot, active_generation, turn_token
     ├── ExportContext            export: snapshot argument, renderer, payload
-    └── HandleContext            handle, the generation a rejection reports
-        ├── SettleContext        settle/succeed/fail/cancel: call id, outcome parts, preview, settlement
-        ├── CloseContext         close: reason argument, normalized close reason
-        └── SealContext          seal
+    └── RejectContext            the generation a rejection reports (an operation with reject rows)
+        ├── BeginContext         begin: calls, turn token, validated calls, start generation, superseded snapshot
+        └── HandleContext        handle
+            ├── SettleContext    settle/succeed/fail/cancel: call id, outcome parts, preview, settlement
+            ├── CloseContext     close: reason argument, normalized close reason
+            └── SealContext      seal
 
 :class:`Run` is the record of the current generation and the whole committed
 state of the instance (the generation counter and the diagnostics are read
@@ -74,6 +75,7 @@ __all__ = [
     "MachineView",
     "OwnedLock",
     "ReadContext",
+    "RejectContext",
     "Renderer",
     "Run",
     "SealContext",
@@ -264,41 +266,68 @@ class Context:
 
 
 class ReadContext(Context):
-    """``snapshot`` and ``active_generation``: nothing but the instance."""
+    """``snapshot``, ``active_generation`` and ``turn_token``: nothing but the instance."""
 
     __slots__ = ()
 
 
-class BeginContext(Context):
-    """``begin``: the call list as given, the validated calls (as pending records, and their index), the superseded
-    snapshot."""
+class RejectContext(Context):
+    """An operation that may reject (its table rows may have a ``reject`` result): the generation it reports.
 
-    __slots__ = ("calls_arg", "index", "start_generation", "superseded", "validated")
+    ``reject_generation`` is the ``generation`` of the rejection and its
+    diagnostic: the handle's generation for settle, close and seal (SET-2), the
+    turn token's for begin (deviation D20); a safe integer > 0, or ``None``.
+    """
+
+    __slots__ = ("reject_generation",)
+    WORKING: ClassVar[Mapping[str, str]] = {**Context.WORKING, "reject_generation": "None"}
+
+    def __init__(self, closure: Instance, method: str) -> None:
+        self.closure = closure
+        self.method = method
+        self.draft = None
+        self.staged_call = None
+        self.reject_generation: int | None = None
+
+
+class BeginContext(RejectContext):
+    """``begin``: the call list as given, the turn token (if any), the validated calls (as pending records, and
+    their index), the superseded snapshot.
+
+    ``turn`` is the argument as given (``None``: no turn guard); ``turn_generation``
+    is the generation of a valid token, which the recheck compares with the
+    counter (``None``: no guard), set by ``validate_turn`` (deviation D20).
+    """
+
+    __slots__ = ("calls_arg", "index", "start_generation", "superseded", "turn", "turn_generation", "validated")
     WORKING: ClassVar[Mapping[str, str]] = {
-        **Context.WORKING,
+        **RejectContext.WORKING,
         "start_generation": "closure._generation",  # BEG-5: a nested begin changes it
+        "turn_generation": "None",
         "validated": "[]",
         "index": "{}",
         "superseded": "None",
     }
 
-    def __init__(self, closure: Instance, method: str, calls_arg: object) -> None:
+    def __init__(self, closure: Instance, method: str, calls_arg: object, turn: object = None) -> None:
         self.closure = closure
         self.method = method
         self.draft = None
         self.staged_call = None
+        self.reject_generation = None
         self.calls_arg = calls_arg
+        self.turn = turn
         self.start_generation = closure._generation  # BEG-5: a nested begin changes it
+        self.turn_generation: int | None = None
         self.validated: list[CallRecord] = []
         self.index: dict[str, int] = {}
         self.superseded: Snapshot | None = None
 
 
-class HandleContext(Context):
-    """Operations on a handle (settle, close, seal): the handle and the generation a rejection reports."""
+class HandleContext(RejectContext):
+    """Operations on a handle (settle, close, seal): the handle (whose generation a rejection reports)."""
 
-    __slots__ = ("handle", "reject_generation")
-    WORKING: ClassVar[Mapping[str, str]] = {**Context.WORKING, "reject_generation": "None"}
+    __slots__ = ("handle",)
 
     def __init__(self, closure: Instance, method: str, handle: object) -> None:
         self.closure = closure
@@ -306,7 +335,7 @@ class HandleContext(Context):
         self.draft = None
         self.staged_call = None
         self.handle = handle
-        self.reject_generation: int | None = None
+        self.reject_generation = None
 
 
 class SettleContext(HandleContext):
@@ -469,6 +498,7 @@ OPERATION_CONTEXTS: Final[Mapping[str, type[Context]]] = {
     "seal": SealContext,
     "snapshot": ReadContext,
     "active_generation": ReadContext,
+    "turn_token": ReadContext,
     "export": ExportContext,
 }
 """The context class each operation of the table runs with (checked against the semantics' signatures)."""

@@ -75,8 +75,8 @@ from tool_call_closure.machine.compiler import Operation, compile_operations, ro
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
     Context,
-    HandleContext,
     Instance,
+    RejectContext,
     SettleContext,
     draft_from,
     draft_of,
@@ -314,12 +314,12 @@ class Machine:
 
     @staticmethod
     def _reject(ctx: Context, compiled: CompiledRow) -> Rejection:
-        # _check_contexts: only handle operations reject, and only settle names its call id.
+        # _check_contexts: only operations with a RejectContext reject, and only settle names its call id.
         assert compiled.reject is not None
         call_id = cast(SettleContext, ctx).call_id if compiled.reject_call_id else None
         observed = compiled.observed(ctx) if compiled.observed is not None else None
-        handle_ctx = cast(HandleContext, ctx)
-        return record_rejection(handle_ctx.closure, handle_ctx.reject_generation, compiled.reject, call_id, observed)
+        reject_ctx = cast(RejectContext, ctx)
+        return record_rejection(reject_ctx.closure, reject_ctx.reject_generation, compiled.reject, call_id, observed)
 
 
 def record_rejection(
@@ -396,7 +396,7 @@ def _check_contexts(table: Table) -> None:
             named.append(("observed kind", result.observed, sem.OBSERVED[result.observed]))
         needs = [(what, name, _accepts(impl)) for what, name, impl in named]
         if result is not None and result.kind == "reject":
-            needs.append(("rejection", result.name, HandleContext))
+            needs.append(("rejection", result.name, RejectContext))
             if result.call_id == "argument":
                 needs.append(("rejection's call id", result.name, SettleContext))
         for what, name, wanted in needs:

@@ -73,6 +73,7 @@ from tool_call_closure.values import (
     CloseReasonRecord,
     SettlementRecord,
     Snapshot,
+    TurnToken,
     accepted_view,
     new_begin_result,
     snapshot_view,
@@ -258,6 +259,13 @@ def generation_changed(ctx: BeginContext) -> bool:
     return ctx.closure._generation != ctx.start_generation
 
 
+def turn_stale(ctx: BeginContext) -> bool:
+    # Deviation D20: compare-and-set.  Asked under the lock, in the acquisition that commits, so no begin of any
+    # thread (or of this begin's own caller code) can land between this comparison and the commit.
+    turn = ctx.turn_generation
+    return turn is not None and ctx.closure._generation != turn
+
+
 def snapshot_foreign(ctx: ExportContext) -> bool:
     # Identity only: id() and `is` never run caller code, so a forged object is refused unread.
     return record_of(ctx.closure, ctx.snapshot_arg) is None
@@ -377,6 +385,21 @@ def _class_declares(cls: type, name: str) -> bool:
             if isinstance(table, dict) and name in table:
                 return True
     return False
+
+
+def validate_turn(ctx: BeginContext) -> None:
+    # Deviation D20.  No caller code runs: the token is judged by type() and read through its slot (TurnToken is
+    # final and slotted), so a look-alike object is refused unread, and so is a token whose generation is not a
+    # safe integer >= 0 (one built by hand, or rewritten with object.__setattr__).  None means no turn guard.
+    turn = ctx.turn
+    if turn is not None:
+        generation = turn.generation if type(turn) is TurnToken else None
+        if type(generation) is not int and issubclass(type(generation), int) and type(generation) is not bool:
+            generation = int.__index__(generation)  # type: ignore[arg-type]  # an int subclass: its plain value (D5)
+        if type(generation) is not int or not 0 <= generation <= MAX_SAFE_INTEGER:
+            raise spec_error("turn_invalid")
+        ctx.turn_generation = generation
+        ctx.reject_generation = generation or None  # a stale_turn rejection reports a generation > 0 (else null)
 
 
 def validate_call_id(ctx: SettleContext) -> None:
@@ -611,6 +634,10 @@ def _generation(ctx: Context) -> int:
     return _run(ctx.closure).generation
 
 
+def _turn_token(ctx: Context) -> TurnToken:
+    return TurnToken(ctx.closure._generation)  # the counter: 0 before the first begin (deviation D20)
+
+
 def _payload(ctx: ExportContext) -> list[dict[str, Any]]:
     return ctx.payload
 
@@ -623,11 +650,13 @@ GUARDS: Final[Mapping[str, Callable[[Any], bool]]] = {
     "call_not_pending": call_not_pending,
     "has_pending_calls": has_pending_calls,
     "generation_changed": generation_changed,
+    "turn_stale": turn_stale,
     "snapshot_foreign": snapshot_foreign,
     "snapshot_open": snapshot_open,
 }
 
 EFFECTS: Final[Mapping[str, Callable[[Any], None]]] = {
+    "validate_turn": validate_turn,
     "validate_calls": validate_calls,
     "validate_call_id": validate_call_id,
     "read_handle_generation": read_handle_generation,
@@ -650,6 +679,7 @@ RESULTS: Final[Mapping[str, Callable[[Any], Any]]] = {
     "snapshot": _snapshot,
     "null": _null,
     "generation": _generation,
+    "turn_token": _turn_token,
     "payload": _payload,
 }
 
