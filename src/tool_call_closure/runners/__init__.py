@@ -15,11 +15,17 @@ outcome codes (:mod:`.outcomes`):
 Both take the calls as :class:`~tool_call_closure.providers.calls.ToolCall`
 values (what ingestion produces), a per-call timeout, a batch deadline, an
 optional concurrency limit and an :class:`AbortSignal`, and return a
-:class:`BatchRun` whose ``snapshot`` is closed and ready to export.
+:class:`BatchRun` whose ``snapshot`` is closed and ready to export — or,
+given the ``turn`` token of the model turn and a newer turn has begun since,
+a :class:`StaleTurn` (nothing announced, nothing run).
+
+Both are checked like the machine: ``proofs/runner_sim.py`` runs them on a
+virtual clock under a scheduler it controls, through every interleaving of
+tools, timers and disturbances (see ``tests/test_runner_sim.py``).
 """
 
 from tool_call_closure.runners.asyncio_runner import AsyncTools, run_tool_calls
-from tool_call_closure.runners.outcomes import AbortSignal, BatchRun, Ending, LateResult, RunnerCode
+from tool_call_closure.runners.outcomes import AbortSignal, BatchRun, Ending, LateResult, RunnerCode, StaleTurn
 from tool_call_closure.runners.thread_runner import SyncTools, run_tool_calls_in_threads
 
 __all__ = [
@@ -29,6 +35,7 @@ __all__ = [
     "Ending",
     "LateResult",
     "RunnerCode",
+    "StaleTurn",
     "SyncTools",
     "run_tool_calls",
     "run_tool_calls_in_threads",

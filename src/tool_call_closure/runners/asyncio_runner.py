@@ -72,7 +72,7 @@ import contextlib
 import inspect
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.providers.calls import ToolCall
@@ -84,10 +84,12 @@ from tool_call_closure.runners.outcomes import (
     BatchRun,
     Ending,
     LateResult,
+    StaleTurn,
     deadline_message,
     on_late_error_message,
     timeout_message,
 )
+from tool_call_closure.values import TurnToken
 
 __all__ = ["AsyncTools", "run_on_loop", "run_tool_calls"]
 
@@ -98,35 +100,72 @@ _LINGERING: Final[set[asyncio.Task[None]]] = set()
 """Tool tasks that outlived their run (they ignored cancellation): kept referenced until they finish."""
 
 
+@overload
 async def run_tool_calls(
     closure: ToolCallClosure,
     calls: Sequence[ToolCall],
     tools: AsyncTools,
     *,
+    turn: None = None,
     call_timeout: float | None = None,
     deadline: float | None = None,
     max_concurrency: int | None = None,
     abort: AbortSignal | None = None,
     cancel_grace: float = 1.0,
     on_late: Callable[[LateResult], None] | None = None,
-) -> BatchRun:
+) -> BatchRun: ...
+
+
+@overload
+async def run_tool_calls(
+    closure: ToolCallClosure,
+    calls: Sequence[ToolCall],
+    tools: AsyncTools,
+    *,
+    turn: TurnToken,
+    call_timeout: float | None = None,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+    abort: AbortSignal | None = None,
+    cancel_grace: float = 1.0,
+    on_late: Callable[[LateResult], None] | None = None,
+) -> BatchRun | StaleTurn: ...
+
+
+async def run_tool_calls(
+    closure: ToolCallClosure,
+    calls: Sequence[ToolCall],
+    tools: AsyncTools,
+    *,
+    turn: TurnToken | None = None,
+    call_timeout: float | None = None,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+    abort: AbortSignal | None = None,
+    cancel_grace: float = 1.0,
+    on_late: Callable[[LateResult], None] | None = None,
+) -> BatchRun | StaleTurn:
     """Announce ``calls`` on ``closure``, run their tools concurrently, and return the closed batch's report.
 
+    ``turn`` is the :class:`~tool_call_closure.TurnToken` taken before the
+    model turn was requested: when another ``begin`` happened since, nothing
+    is announced or run and the result is a :class:`.StaleTurn`.
     ``call_timeout`` bounds each call (seconds, from the moment it starts);
     ``deadline`` bounds the whole batch (seconds from now); ``max_concurrency``
-    bounds how many tools run at once; ``abort`` closes the batch on request;
-    ``cancel_grace`` is how long cancelled tools may take to finish;
-    ``on_late`` is called with every late result (fenced after its call's
-    outcome, during the run or after it returned), in the tool's task; an
-    exception it raises goes to ``loop.call_exception_handler`` and changes
-    no outcome and not the report (``SystemExit`` and ``KeyboardInterrupt``
-    propagate).
+    bounds how many calls are in progress at once; ``abort`` closes the batch
+    on request; ``cancel_grace`` is how long cancelled tools may take to
+    finish; ``on_late`` is called with every late result (fenced after its
+    call's outcome, during the run or after it returned), in the tool's task;
+    an exception it raises goes to ``loop.call_exception_handler`` and
+    changes no outcome and not the report (``SystemExit`` and
+    ``KeyboardInterrupt`` propagate).
     """
     return await run_on_loop(
         _no_checkpoint,
         closure,
         calls,
         tools,
+        turn=turn,
         call_timeout=call_timeout,
         deadline=deadline,
         max_concurrency=max_concurrency,
@@ -146,13 +185,14 @@ async def run_on_loop(
     calls: Sequence[ToolCall],
     tools: AsyncTools,
     *,
+    turn: TurnToken | None = None,
     call_timeout: float | None = None,
     deadline: float | None = None,
     max_concurrency: int | None = None,
     abort: AbortSignal | None = None,
     cancel_grace: float = 1.0,
     on_late: Callable[[LateResult], None] | None = None,
-) -> BatchRun:
+) -> BatchRun | StaleTurn:
     """:func:`run_tool_calls` with the batch's checkpoints given (the deterministic simulation lets other actors
     act at them; the runner passes a function that does nothing)."""
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace)
@@ -176,6 +216,9 @@ async def run_on_loop(
     batch = RunningBatch(
         closure, calls, notify=notify, on_late=on_late, report_late_error=report_late_error, checkpoint=checkpoint
     )
+    stale = batch.announce(turn)
+    if stale is not None:
+        return stale
     tasks: dict[asyncio.Task[None], int] = {}
     try:
         limiter = None if options.max_concurrency is None else asyncio.Semaphore(options.max_concurrency)

@@ -106,6 +106,7 @@ from tool_call_closure.runners.outcomes import (
     Ending,
     LateResult,
     RunnerCode,
+    StaleTurn,
     arguments_not_bound_message,
     arguments_not_object_message,
     conversion_failed_message,
@@ -114,7 +115,15 @@ from tool_call_closure.runners.outcomes import (
     never_started_message,
     unknown_tool_message,
 )
-from tool_call_closure.values import Accepted, BeginResult, CloseReason, SettlementResult, Snapshot
+from tool_call_closure.values import (
+    Accepted,
+    BeginResult,
+    CloseReason,
+    Rejection,
+    SettlementResult,
+    Snapshot,
+    TurnToken,
+)
 
 __all__ = ["RunningBatch", "StopReason", "check_closure", "check_tools", "plan_calls"]
 
@@ -159,6 +168,9 @@ class RunningBatch:
         "stop_reason",
     )
 
+    begin: BeginResult
+    """What ``begin`` returned for the batch (set by :meth:`announce`)."""
+
     def __init__(
         self,
         closure: ToolCallClosure,
@@ -194,7 +206,22 @@ class RunningBatch:
         self._how: GenerationEnd | None = None
         self._own_reason: CloseReason | None = None
         self.stop_reason: StopReason | None = None
-        self.begin: BeginResult = closure.begin(list(self.calls), on_end=self._generation_ended)
+
+    def announce(self, turn: TurnToken | None) -> StaleTurn | None:
+        """``begin`` the calls, watching the generation's end; with ``turn``, only if it is still current.
+
+        Returns :class:`~.outcomes.StaleTurn` (nothing announced, the batch is
+        not to be run) when the closure refuses the turn as stale.
+        """
+        calls = list(self.calls)
+        if turn is None:
+            begun: BeginResult | Rejection = self.closure.begin(calls, on_end=self._generation_ended)
+        else:
+            begun = self.closure.begin(calls, turn=turn, on_end=self._generation_ended)
+        if isinstance(begun, Rejection):
+            return StaleTurn(begun, tuple(call.id for call in self.calls))
+        self.begin = begun
+        return None
 
     # -- the generation's end, whoever caused it -----------------------------------------------------------
 

@@ -59,6 +59,7 @@ __all__ = [
     "Ending",
     "LateResult",
     "RunnerCode",
+    "StaleTurn",
     "arguments_not_bound_message",
     "arguments_not_object_message",
     "conversion_failed_message",
@@ -189,6 +190,24 @@ class BatchRun:
     still_running: tuple[str, ...]
     """Ids of the calls whose tool had not finished when the run returned (a thread cannot be stopped; a coroutine
     may ignore cancellation).  What they produce later is fenced and passed to ``on_late``."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StaleTurn:
+    """What a runner returns when it was given a ``turn`` token that is no longer current (deviation D20).
+
+    The model turn was requested while another generation was current, and
+    since then a later ``begin`` (a newer turn) happened: the closure refused
+    this turn's ``begin`` with a ``stale_turn`` rejection, so nothing was
+    announced, no tool ran, and no call of this turn may be answered.  Drop
+    the model response it came from; the newer turn owns the closure.
+    """
+
+    rejection: Rejection
+    """The closure's ``stale_turn`` rejection (also recorded as a diagnostic of the current generation)."""
+    call_ids: tuple[str, ...]
+    """The ids of the calls that were not announced."""
 
 
 @final

@@ -72,7 +72,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, final
+from typing import Protocol, final, overload
 
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import UsageError
@@ -84,9 +84,11 @@ from tool_call_closure.runners.outcomes import (
     BatchRun,
     Ending,
     LateResult,
+    StaleTurn,
     deadline_message,
     timeout_message,
 )
+from tool_call_closure.values import TurnToken
 
 __all__ = ["SYSTEM", "SyncTools", "ThreadPlatform", "run_in_threads", "run_tool_calls_in_threads"]
 
@@ -130,18 +132,51 @@ SYSTEM = ThreadPlatform(time.monotonic, threading.Condition, _thread_pool, _no_c
 """The real clock, real conditions, a real thread pool, no checkpoints."""
 
 
+@overload
 def run_tool_calls_in_threads(
     closure: ToolCallClosure,
     calls: Sequence[ToolCall],
     tools: SyncTools,
     *,
+    turn: None = None,
     call_timeout: float | None = None,
     deadline: float | None = None,
     max_concurrency: int | None = None,
     abort: AbortSignal | None = None,
     executor: Executor | None = None,
     on_late: Callable[[LateResult], None] | None = None,
-) -> BatchRun:
+) -> BatchRun: ...
+
+
+@overload
+def run_tool_calls_in_threads(
+    closure: ToolCallClosure,
+    calls: Sequence[ToolCall],
+    tools: SyncTools,
+    *,
+    turn: TurnToken,
+    call_timeout: float | None = None,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+    abort: AbortSignal | None = None,
+    executor: Executor | None = None,
+    on_late: Callable[[LateResult], None] | None = None,
+) -> BatchRun | StaleTurn: ...
+
+
+def run_tool_calls_in_threads(
+    closure: ToolCallClosure,
+    calls: Sequence[ToolCall],
+    tools: SyncTools,
+    *,
+    turn: TurnToken | None = None,
+    call_timeout: float | None = None,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+    abort: AbortSignal | None = None,
+    executor: Executor | None = None,
+    on_late: Callable[[LateResult], None] | None = None,
+) -> BatchRun | StaleTurn:
     """Announce ``calls`` on ``closure``, run their tools on threads, and return the closed batch's report.
 
     The options mean what they mean for :func:`~.asyncio_runner.run_tool_calls`;
@@ -156,6 +191,7 @@ def run_tool_calls_in_threads(
         closure,
         calls,
         tools,
+        turn=turn,
         call_timeout=call_timeout,
         deadline=deadline,
         max_concurrency=max_concurrency,
@@ -171,13 +207,14 @@ def run_in_threads(
     calls: Sequence[ToolCall],
     tools: SyncTools,
     *,
+    turn: TurnToken | None = None,
     call_timeout: float | None = None,
     deadline: float | None = None,
     max_concurrency: int | None = None,
     abort: AbortSignal | None = None,
     executor: Executor | None = None,
     on_late: Callable[[LateResult], None] | None = None,
-) -> BatchRun:
+) -> BatchRun | StaleTurn:
     """:func:`run_tool_calls_in_threads` on a given platform (the simulation's, or :data:`SYSTEM`)."""
     options = RunOptions.checked(call_timeout, deadline, max_concurrency, 0)
     check_tools(tools)
@@ -196,6 +233,9 @@ def run_in_threads(
         report_late_error=_report_late_error,
         checkpoint=platform.checkpoint,
     )
+    stale = batch.announce(turn)
+    if stale is not None:
+        return stale
     dispatch: _Dispatch | None = None
     unsubscribe: Callable[[], None] | None = None
     try:
