@@ -301,20 +301,24 @@ async def _run_call(
     cancellation is abandoned (``still_running``) and must not keep the
     calls queued behind it from ever starting.
     """
-    if limiter is None:
-        await _execute(batch, index, invoke, call_timeout, _nothing)
-        return
-    await limiter.acquire()
-    held = True
+    release = _nothing
+    if limiter is not None:
+        await limiter.acquire()
+        held = True
 
-    def release() -> None:
-        nonlocal held
-        if held:
-            held = False
-            limiter.release()
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                limiter.release()
 
     try:
         await _execute(batch, index, invoke, call_timeout, release)
+    except asyncio.CancelledError:
+        raise  # the task was cancelled: the run closes the call (or the tool raised it: delivered as its outcome)
+    except BaseException as exc:
+        batch.tool_over(index, exc)  # nothing unless the tool ran and what escaped kept its outcome from being recorded
+        raise
     finally:
         release()
 

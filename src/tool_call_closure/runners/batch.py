@@ -114,6 +114,7 @@ from tool_call_closure.runners.outcomes import (
     executor_failed_message,
     never_started_message,
     unknown_tool_message,
+    unrecorded_message,
 )
 from tool_call_closure.values import (
     Accepted,
@@ -312,6 +313,14 @@ class RunningBatch:
             if index in self._settled or index in self._started:
                 return
         self._record(index, self._fail(index, executor_failed_message(error), "executor_failed"), None)
+
+    def tool_over(self, index: int, error: BaseException) -> None:
+        """A started call's work ended with ``error`` escaping the runner's own delivery (an allocation failure, an
+        exception landing mid-step): if the call has no outcome yet, it gets ``tool_error`` saying so."""
+        with self._lock:
+            if index not in self._started or index in self._settled or self._concluding:
+                return
+        self._record(index, self._fail(index, unrecorded_message(error), "tool_error"), None)
 
     def _fail(self, index: int, message: str, code: RunnerCode) -> SettlementResult:
         return self.closure.fail(self.begin.handle, self.calls[index].id, message, code)

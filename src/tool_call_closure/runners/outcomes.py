@@ -70,6 +70,7 @@ __all__ = [
     "on_late_error_message",
     "timeout_message",
     "unknown_tool_message",
+    "unrecorded_message",
 ]
 
 RunnerCode: TypeAlias = Literal[
@@ -131,6 +132,10 @@ def conversion_failed_message(error: BaseException) -> str:
 def executor_failed_message(error: BaseException | None) -> str:
     cause = "its work item was cancelled" if error is None else exception_text(error)
     return f"The executor could not run the tool ({cause}). {NEVER_STARTED}"
+
+
+def unrecorded_message(error: BaseException) -> str:
+    return f"The tool ran, but the runner could not record its outcome ({exception_text(error)})."
 
 
 def never_started_message(message: str) -> str:

@@ -354,11 +354,13 @@ class _Dispatch:
             self._over(index)
 
     def _done(self, index: int, future: Future[None]) -> None:
-        """The work item's future is done: if the executor failed it before it ran, say so (else nothing)."""
-        if future.cancelled():
-            self.batch.executor_failed(index, None)
-        elif future.exception() is not None:
-            self.batch.executor_failed(index, future.exception())
+        """The work item's future is done: if the executor failed it before it ran, or it ran and what it raised
+        escaped the delivery of its outcome, the call gets its outcome now (else nothing)."""
+        error = None if future.cancelled() else future.exception()
+        if future.cancelled() or error is not None:
+            self.batch.executor_failed(index, error)  # nothing if the work item ran
+        if error is not None:
+            self.batch.tool_over(index, error)  # nothing unless it ran and its outcome was never recorded
         self._over(index)
 
     def _over(self, index: int) -> None:
