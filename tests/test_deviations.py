@@ -1,4 +1,4 @@
-"""The deviations D1..D20 (``spec/deviations.json``): where the reference deliberately differs from the original.
+"""The deviations D1..D21 (``spec/deviations.json``): where the reference deliberately differs from the original.
 
 Each test asserts the reference's documented behaviour through the public API.  For the deviations that are
 visible over protocol v1 (``"protocol": true``: D1, D2, D3, D7, D8..D11, D18 and D20) the same request lines are also sent to
@@ -140,7 +140,7 @@ CHAT_A_CANCELLED = (
 
 def test_every_deviation_has_a_test_and_every_protocol_visible_one_a_protocol_test() -> None:
     names = [name for name in globals() if name.startswith("test_D")]
-    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20)]
+    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20, 21)]
     for deviation_id, deviation in DEVIATIONS.items():
         own = [name for name in names if name.startswith(f"test_{deviation_id}_")]
         assert own, deviation_id
@@ -1279,3 +1279,31 @@ def test_D20_over_the_protocol() -> None:
     assert answers[4] == '{"id":4,"ok":1}'
     plain = [NEW, BEGIN_A, request(2, "begin", [{"id": "b", "name": "t"}], {"turn": {"generation": 0}})]
     assert json.loads(original(*plain)[2])["ok"]["superseded"]["generation"] == 1  # the guard is ignored
+
+
+# =========================================================================== D21
+
+
+def test_D21_on_end_reports_each_generation_end_once_whoever_ended_it() -> None:
+    closure = ToolCallClosure()
+    ends: list[tuple[int, str, str | None]] = []
+
+    def on_end(snapshot: Snapshot, how: str) -> None:
+        assert snapshot.close_reason is not None
+        ends.append((snapshot.generation, how, snapshot.close_reason.code))
+
+    first = closure.begin([{"id": "a", "name": "t"}], on_end=on_end)
+    second = closure.begin([{"id": "b", "name": "t"}], on_end=on_end)  # another caller's begin supersedes the first
+    closure.close(second.handle, {"status": "error", "code": "mine"})
+    closure.close(second.handle, {"status": "error", "code": "again"})  # idempotent: not a second end
+    closure.close(first.handle)  # stale: nothing
+    assert ends == [(1, "superseded", "superseded"), (2, "closed", "mine")]
+
+
+def test_D21_without_on_end_begin_is_unchanged_and_nothing_is_kept() -> None:
+    closure = ToolCallClosure()
+    begun_ = closure.begin([{"id": "a", "name": "t"}])
+    closure.close(begun_.handle)
+    assert closure._end_watch.callbacks == {}
+    assert closure._end_watch.pending == {}
+    assert not closure._end_watch.active
