@@ -32,8 +32,9 @@ def test_the_readme_has_the_quick_start_and_one_agent_loop_block_per_provider() 
 
 
 @pytest.mark.parametrize("index", range(len(_agent_loop_blocks())))
-def test_each_agent_loop_block_is_under_20_lines(index: int) -> None:
-    assert len(_agent_loop_blocks()[index].splitlines()) < 20
+def test_each_agent_loop_block_is_under_23_lines(index: int) -> None:
+    """Short enough to read at a glance: imports, one tool, one turn (the turn token and its check included)."""
+    assert len(_agent_loop_blocks()[index].splitlines()) < 23
 
 
 @pytest.mark.parametrize("number", range(len(BLOCKS)))
