@@ -21,21 +21,29 @@ Two worlds, one per runner:
   cancelled) happens, or the clock jumps to the next timer.  Ready callbacks
   run in asyncio's own FIFO order.  Between loop steps and at the batch's
   checkpoints a disturbance may also *preempt* (bounded, see below).
-* :class:`ThreadWorld` — real threads that run one at a time under a baton:
-  the supervising thread, one per pool worker.  A thread gives the baton up
-  only at the runner's synchronization points — waiting on its condition, a
-  tool blocking until the scheduler lets it finish, the batch's checkpoints —
-  and the scheduler chooses who runs next, which disturbance happens (abort,
-  ``begin``, ``close`` elsewhere, an interrupt of the supervising thread, an
-  executor failing a work item), or that the clock jumps to the next wake-up.
-  Locks are never held across a switch, so the real locks of the batch and
-  the closure are never contended.
+* :class:`ThreadWorld` — the thread runner's threads (the supervising
+  thread, one per pool worker) as greenlets: each has its own stack and runs
+  until the scheduler switches away from it, which happens only at the
+  runner's synchronization points — waiting on its condition, a tool
+  blocking until the scheduler lets it finish, the batch's checkpoints.
+  There the scheduler chooses who runs next, which disturbance happens
+  (abort, ``begin``, ``close`` elsewhere, an interrupt of the supervising
+  thread, an executor failing a work item), or that the clock jumps to the
+  next wake-up.  Locks are never held across a switch, so the real locks of
+  the batch and the closure are never contended; switching stacks instead of
+  operating-system threads makes each execution exactly repeatable and cheap.
 
-Preemption bounding.  A switch away from an actor that could go on — a
-disturbance between two steps of a busy runner — is a *preemption*; each
-execution may contain at most ``preemptions`` of them (CHESS's bound: most
-concurrency bugs need very few).  Switches at points where the running actor
-blocks anyway are free and always explored.
+Preemption bounding.  A switch away from an actor that could go on — to
+another thread, or a tool finishing, between two steps of a busy runner — is
+a *preemption*; each execution may contain at most ``preemptions`` of them
+(CHESS's bound: most concurrency bugs need very few).  Where the running
+thread blocks, the thread that has been runnable longest runs next, as in
+asyncio's FIFO ready queue, unless a tool finishes or a disturbance happens
+first (both always explored); other orders of runnable threads are reached
+through preemptions at the checkpoints, where every thread's steps meet.
+Disturbances (another thread's ``begin`` or ``close``, an abort, an
+interrupt, an executor failure) happen once each, and may happen at any
+checkpoint without counting as a preemption.
 
 Tools are scripted: each call has a :data:`BEHAVIOURS` entry saying what its
 tool does when the scheduler lets it finish (return, raise each kind of
@@ -48,11 +56,13 @@ whether it became the call's outcome or was reported late.
 from __future__ import annotations
 
 import asyncio
-import threading
+import itertools
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
+
+from greenlet import greenlet
 
 __all__ = [
     "BEHAVIOURS",
@@ -445,14 +455,22 @@ class Actor:
     """One thread of the world: the supervising (main) thread or a pool worker."""
 
     name: str
-    semaphore: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    glet: greenlet | None = None  # the actor's own stack; switching to it is switching threads
     state: str = "runnable"  # runnable | blocked | done
     wake_at: float = float("inf")
     notified: bool = False
     condition: SimCondition | None = None
     interrupt: bool = False  # main only: a KeyboardInterrupt lands when it resumes
     teardown: bool = False
-    thread: threading.Thread | None = None
+    since: int = 0  # when it last became runnable: runnable threads run in that order unless preempted
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "state" and value == "runnable" and getattr(self, "state", None) != "runnable":
+            object.__setattr__(self, "since", next(_RUNNABLE_ORDER))
+        object.__setattr__(self, name, value)
+
+
+_RUNNABLE_ORDER = itertools.count(1)
 
 
 class SimCondition:
@@ -538,7 +556,7 @@ class ThreadWorld:
         self.preemptions = preemptions
         self.failure = failure
         self.now = 0.0
-        self.main = Actor("main")
+        self.main = Actor("main", glet=greenlet.getcurrent())
         self.current = self.main
         self.actors: list[Actor] = [self.main]
         self.events: dict[str, Callable[[], None]] = {}
@@ -585,7 +603,6 @@ class ThreadWorld:
         actor = Actor(name)
 
         def run() -> None:
-            actor.semaphore.acquire()  # wait for the baton
             try:
                 if not actor.teardown:
                     body()
@@ -597,9 +614,8 @@ class ThreadWorld:
                 actor.state = "done"
                 self.switch(leaving=True)
 
-        actor.thread = threading.Thread(target=run, name=f"sim {name}", daemon=True)
+        actor.glet = greenlet(run)
         self.actors.append(actor)
-        actor.thread.start()
 
     def tool(self, index: int, behaviour: str) -> Callable[..., Any]:
         def tool(**arguments: object) -> object:
@@ -650,9 +666,8 @@ class ThreadWorld:
         if nxt is me:
             return
         self.current = nxt
-        nxt.semaphore.release()
-        if not leaving:
-            me.semaphore.acquire()
+        assert nxt.glet is not None
+        nxt.glet.switch()  # back here when the scheduler switches to this actor again (never, if it is leaving)
 
     def _enabled(self, names: list[str] | set[str] | dict[str, Any]) -> list[str]:
         return [name for name in names if self.guards.get(name, _always)()]
@@ -678,13 +693,15 @@ class ThreadWorld:
         main_waits = self.main.state == "blocked" and self.main.condition is not None
         if self.interrupt_armed and (me is self.main or main_waits):
             free.append(("interrupt main", "interrupt"))
-        costly: list[tuple[str, Any]] = [(f"run {a.name}", a) for a in others]
-        costly += [(name, name) for name in events if name not in self.disturbances]
+        tools = [(name, name) for name in events if name not in self.disturbances]
         options: list[tuple[str, Any]] = []
-        if running:
+        if running:  # a checkpoint: switching to another thread, or a tool finishing, here is a preemption
+            costly = [(f"run {a.name}", a) for a in others] + tools
             options = [("go on", me), *free, *(costly if self.preemptions > 0 else [])]
-        else:
-            options = [*costly, *free]
+        else:  # the thread blocks: the thread runnable longest runs next, unless a tool or a disturbance acts first
+            costly = []
+            first = min(others, key=lambda a: a.since, default=None)
+            options = [*([(f"run {first.name}", first)] if first is not None else []), *tools, *free]
             if not others:
                 wake = min((a.wake_at for a in self.actors if a.state == "blocked"), default=float("inf"))
                 if wake != float("inf"):
@@ -712,7 +729,7 @@ class ThreadWorld:
         return None
 
     def finish(self) -> None:
-        """After the run returned and was checked: let every actor end, and join the threads."""
+        """After the run returned and was checked: let every actor end."""
         self.returned = True
         self.chooser.forced = True
         for actor in self.actors:
@@ -722,9 +739,6 @@ class ThreadWorld:
         self.events.clear()
         while any(a.state == "runnable" for a in self.actors if a is not self.main):
             self.switch()
-        for actor in self.actors:
-            if actor.thread is not None:
-                actor.thread.join(timeout=10)
         if self.fault is not None:
             raise self.fault
 

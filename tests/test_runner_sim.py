@@ -17,7 +17,6 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -236,13 +235,3 @@ RunnerMachine.TestCase.settings = settings(
     deadline=None,
 )
 TestRunnerMachine = RunnerMachine.TestCase
-
-
-@pytest.fixture(autouse=True)
-def _no_leftover_threads() -> Iterator[None]:
-    before = {t for t in threading.enumerate() if t.name.startswith("sim ")}
-    yield
-    leftover = [t for t in threading.enumerate() if t.name.startswith("sim ") and t not in before and t.is_alive()]
-    for thread in leftover:
-        thread.join(timeout=10)
-    assert not [t for t in leftover if t.is_alive()], "an execution left a simulated thread running"
