@@ -14,7 +14,7 @@ exception that loses the whole turn:
   no number too large for a float), whitespace around it allowed, the empty
   text read as ``{}`` (a tool without parameters; Anthropic documents it for
   streamed input).  Before ``json.loads`` (which recurses, and raises
-  ``RecursionError`` about 1,000 levels down), :func:`json_depth` measures
+  ``RecursionError`` about 1,000 levels down), :func:`nests_deeper` measures
   the nesting with a regular expression and a counter, no recursion: text
   nested deeper than :data:`MAX_ARGUMENT_DEPTH` levels, or longer than
   :data:`MAX_ARGUMENT_BYTES` UTF-8 bytes, is a problem named with its limit.
@@ -53,8 +53,8 @@ __all__ = [
     "MAX_ARGUMENT_BYTES",
     "MAX_ARGUMENT_DEPTH",
     "arguments_text",
-    "json_depth",
     "make_call",
+    "nests_deeper",
     "parse_arguments",
     "parsed_arguments",
 ]
@@ -72,34 +72,32 @@ Far above any model's output limit (a few hundred KB); it bounds the work
 spent on a value that expands when written (shared sublists).
 """
 
-# A JSON string literal (an unterminated one runs to the end of the text) or one bracket: what json_depth counts.
+# A JSON string literal (an unterminated one runs to the end of the text) or one bracket: what nests_deeper counts.
 _TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 
 
-def json_depth(text: str, limit: int = MAX_ARGUMENT_DEPTH) -> int:
-    """The nesting depth of the arrays and objects of JSON ``text``, counted up to ``limit + 1``.
+def nests_deeper(text: str, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """Whether the arrays and objects of JSON ``text`` nest more than ``limit`` levels deep.
 
     Brackets inside string literals do not count.  No recursion and no
-    parse: one pass of a regular expression, so any depth takes time linear
-    in the text.  For text that is not JSON the count is still bounded and
-    the parse that follows reports the error.  Text with at most ``limit``
-    brackets cannot be deeper: its count is returned without the pass.
+    parse: one pass of a regular expression that stops at the first level
+    past the limit, so any depth takes time linear in the text.  Text with
+    at most ``limit`` brackets in all cannot be deeper and is not scanned.
+    For text that is not JSON the answer is still bounded, and the parse
+    that follows reports the error.
     """
-    brackets = text.count("[") + text.count("{")
-    if brackets <= limit:
-        return brackets
-    depth = deepest = 0
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
     for match in _TOKEN.finditer(text):
         token = match.group()
         if token in ("[", "{"):
             depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > limit:
-                    break
+            if depth > limit:
+                return True
         elif token in ("]", "}"):
             depth -= 1
-    return deepest
+    return False
 
 
 def _utf8_length(text: str) -> int:
@@ -121,7 +119,7 @@ def _bounds_problem(text: str) -> str | None:
     size = _utf8_length(text)
     if size > MAX_ARGUMENT_BYTES:
         return f"the arguments are {size} bytes of JSON text, more than the limit of {MAX_ARGUMENT_BYTES}"
-    if json_depth(text) > MAX_ARGUMENT_DEPTH:
+    if nests_deeper(text):
         return f"the arguments nest deeper than the limit of {MAX_ARGUMENT_DEPTH} levels"
     return None
 
@@ -154,7 +152,7 @@ def arguments_text(arguments: object) -> tuple[str, str | None]:
         return "", f"the arguments have no JSON form ({error})"
     except Exception as error:  # noqa: BLE001 - caller code (a model_dump, a mapping) raised: that call's problem
         return "", f"reading the arguments raised {type(error).__qualname__}"
-    if json_depth(written) > MAX_ARGUMENT_DEPTH:
+    if nests_deeper(written):
         return "", f"the arguments nest deeper than the limit of {MAX_ARGUMENT_DEPTH} levels"
     return written, None
 

@@ -355,6 +355,10 @@ def _assistant_message(source: object) -> dict[str, Any]:
 TOO_MANY_RESULTS: Final = "The number of toolResult blocks exceeds the number of toolUse blocks of previous turn."
 MISSING_RESULTS: Final = "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}"
 EMPTY_ERROR: Final = "messages.{index}.content.{block}: toolResult cannot be empty when status value is error"
+ALTERNATE: Final = (
+    "A conversation must alternate between user and assistant roles. Make sure the conversation alternates between "
+    "user and assistant roles and try again."
+)
 
 
 def _use_id(value: object, index: int, position: int, what: str) -> str:
@@ -374,13 +378,17 @@ def check_messages(messages: Sequence[Any]) -> None:
 
     The rule: the user turn after an assistant turn with ``toolUse`` blocks
     carries one ``toolResult`` per ``toolUseId`` (never more), and an error
-    result's content is not empty.  A block without a text ``toolUseId``
-    raises :class:`.UsageError` naming it.
+    result's content is not empty; and user and assistant turns alternate
+    (two user turns in a row are refused even when each is valid alone).
+    A block without a text ``toolUseId`` raises :class:`.UsageError` naming it.
     """
     refuse_foreign_turns(messages, "bedrock", "bedrock.check_messages", "messages")
     listed = items(messages, "bedrock.check_messages")
     uses: list[str] = []
+    roles = [text(field(message, "role")) for message in listed]
     for index, message in enumerate(listed):
+        if index > 0 and roles[index] is not None and roles[index] == roles[index - 1]:
+            raise ProviderRuleError(ALTERNATE, provider=PROVIDER, index=index)
         blocks = items(field(message, "content"), f"bedrock.check_messages: messages[{index}].content")
         answered: list[str] = []
         for position, block in enumerate(blocks):
