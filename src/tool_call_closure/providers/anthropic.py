@@ -20,8 +20,9 @@ the ``message_delta`` that carries the ``stop_reason`` (or ``message_stop``);
 a stream that ends before it is *unfinished* (:mod:`.streaming`: by default
 every call is answered, none run).  A delta for a block not started or
 already stopped (a stop that came before its deltas), a block started or
-stopped twice, or an event after the end puts the stream *out of order*; a
-``message_start`` of another message is refused (:class:`.UsageError`).
+stopped twice, an event after the end, or a ``message_start`` of another
+message (the only event that names its message, so the other message's
+later events could not be told apart) puts the stream *out of order*.
 
 Every block is kept, in order — text, ``thinking`` with its ``signature``,
 ``redacted_thinking``, server tool blocks and the calls — so
@@ -191,8 +192,8 @@ class AnthropicStream:
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any.
 
-        A ``message_start`` of another message, or an event whose fields have
-        the wrong types, raises :class:`.UsageError` and is not taken.
+        An event whose fields have the wrong types raises :class:`.UsageError`
+        and is not taken.
         """
         refuse_foreign_event(event, "anthropic", "AnthropicStream.add")
         kind = text(field(event, "type"))
@@ -220,12 +221,10 @@ class AnthropicStream:
     def _message_start(self, message: object) -> None:
         message_id = _piece(field(message, "id"), "message id") or None
         if message_id is not None and self._id is not None and message_id != self._id:
-            raise UsageError(
-                f"AnthropicStream.add: the event is of message {message_id[:80]!r}, this stream accumulates "
-                f"{self._id[:80]!r}: use one AnthropicStream per message",
-                code="provider_value_invalid",
-            )
-        if self._id is not None or self._blocks or self._turn.ended:
+            # Only message_start names the message: the other message's later events cannot be told apart
+            # from this one's, so the stream is out of order (a refusal of this event alone would let them in).
+            self._turn.out_of_order(f"a message_start of another message ({message_id[:80]!r})")
+        elif self._id is not None or self._blocks or self._turn.ended:
             self._turn.out_of_order("a second message_start")
         self._id = self._id or message_id
         stop = _piece(field(message, "stop_reason"), "stop_reason")

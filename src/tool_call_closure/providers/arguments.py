@@ -18,14 +18,16 @@ exception that loses the whole turn:
   the nesting with a regular expression and a counter, no recursion: text
   nested deeper than :data:`MAX_ARGUMENT_DEPTH` levels, or longer than
   :data:`MAX_ARGUMENT_BYTES` UTF-8 bytes, is a problem named with its limit.
-* **Values** (:func:`arguments_text`): the JSON text is written by the
+* **Values** (:func:`parsed_arguments`): the JSON text is written by the
   library's iterative ``json_stringify`` with :data:`MAX_ARGUMENT_BYTES` as
   its budget (so a cycle, a value with no JSON form, or a small value that
   expands past the budget — one list shared twice at each of 30 levels —
   stops early), then its depth is measured the same way.  Caller code the
   value runs while it is written (a ``model_dump``, a mapping's
   ``__getitem__``) that raises makes a problem too, naming the exception's
-  type.
+  type.  Plain JSON data is kept as the SDK parsed it; any other value (a
+  tuple, a ``str`` subclass, an SDK object) is replaced by the parse of its
+  JSON text, so no caller object reaches a tool.
 * **Anything else** where text belongs (an object sent as Chat's
   ``arguments``, a list fragment) is a problem naming what it is.
 
@@ -42,7 +44,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from tool_call_closure.ecma import json_stringify
 from tool_call_closure.errors import LimitError, ToolCallClosureError
@@ -157,10 +159,46 @@ def arguments_text(arguments: object) -> tuple[str, str | None]:
     return written, None
 
 
+def _plain(value: object) -> bool | None:
+    """Whether ``value`` is plain JSON data (exact dicts with text keys, lists, texts, ints, bools, ``None`` and
+    finite floats); ``None`` when it holds a float that is not finite.  An explicit stack: no recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        cls = type(item)
+        if cls is dict:
+            for key, inner in cast(dict[Any, Any], item).items():
+                if type(key) is not str:
+                    return False
+                stack.append(inner)
+        elif cls is list:
+            stack.extend(cast(list[Any], item))
+        elif cls is float:
+            if not math.isfinite(cast(float, item)):
+                return None
+        elif cls not in (str, int, bool, type(None)):
+            return False
+    return True
+
+
 def parsed_arguments(arguments: object) -> tuple[Any, str, str | None]:
-    """``(arguments, text, problem)`` of arguments sent already parsed; a missing value is ``{}``."""
+    """``(arguments, text, problem)`` of arguments sent already parsed; a missing value is ``{}``.
+
+    Plain JSON data is kept as it came (the very object the SDK parsed);
+    anything else — a tuple, a subclass, a mapping type, an SDK object — is
+    replaced by the parse of its JSON text, so a runnable call never carries
+    caller objects, and its ``arguments`` are exactly its ``arguments_json``.
+    A float that is not finite has no JSON form: that is a problem.
+    """
+    if arguments is None:
+        return {}, "{}", None
     written, problem = arguments_text(arguments)
-    return (None if problem else ({} if arguments is None else arguments)), written, problem
+    if problem is not None:
+        return None, written, problem
+    plain = _plain(arguments)  # bounded: the value's JSON text, just written, is within MAX_ARGUMENT_BYTES
+    if plain is None:
+        return None, written, "the arguments hold a number that is not finite (NaN or infinity): JSON has none"
+    return (arguments if plain else json.loads(written)), written, None
 
 
 def text_arguments(arguments: object) -> tuple[Any, str, str | None]:

@@ -130,11 +130,14 @@ def is_synthetic_id(call_id: str) -> bool:
     return _SYNTHETIC.fullmatch(call_id) is not None
 
 
-def _value(enum_or_text: object) -> str | None:
-    """A google-genai enum member (a ``str`` enum) or a plain string, as its plain text."""
-    if enum_or_text is None:
-        return None
-    return str(getattr(enum_or_text, "value", enum_or_text))
+def _value(enum_or_text: object, reader: str) -> str | None:
+    """A google-genai enum member (a ``str`` enum) or a plain string, as its plain text; anything else refused."""
+    value = text(enum_or_text)  # an enum member's own str value, whatever its class overrides
+    if enum_or_text is not None and value is None:
+        raise UsageError(
+            f"{reader}: the finish_reason is {described(enum_or_text)}, not text", code="provider_value_invalid"
+        )
+    return value
 
 
 _EXPECTED: Final = "a GenerateContentResponse, a candidate, a Content or a list of parts"
@@ -155,7 +158,7 @@ def _parts_of(value: object, reader: str) -> tuple[list[Any], str | None, str | 
             )
         listed = items(candidates, f"{reader}: the candidates")
         value = listed[0] if listed else None  # none: the prompt was blocked, nothing to read
-    finish = _value(field(value, "finish_reason"))
+    finish = _value(field(value, "finish_reason"), reader)
     content = field(value, "content")
     if content is not None:  # a candidate's content (None when it was stopped before any, e.g. for safety)
         require_fields(content, ("parts", "role"), reader, "a candidate's content to be a Content (parts, role)")

@@ -28,8 +28,8 @@ before its end of turn (or with ``response.failed``) is *unfinished*
 (:mod:`.streaming`: by default every call is answered, none run).  Every
 event has a ``sequence_number``: one that does not increase (an event
 repeated, reordered, or of another stream) puts the stream *out of order*,
-as does an event for an item never added or already done; a
-``response.created`` of another response is refused (:class:`.UsageError`).
+as does an event for an item never added or already done, or a response
+event (``response.created`` …) naming another response.
 The stream keeps every output item as it was done, so
 :meth:`ResponsesStream.output_items` (and :func:`next_input` given the
 stream) echoes the reasoning and messages as well as the calls.
@@ -176,8 +176,8 @@ class ResponsesStream:
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any.
 
-        A ``response.created`` of another response, or an event whose fields
-        have the wrong types, raises :class:`.UsageError` and is not taken.
+        An event whose fields have the wrong types raises :class:`.UsageError`
+        and is not taken.
         """
         refuse_foreign_event(event, "openai_responses", "ResponsesStream.add")
         kind = _event_text(event, "type")
@@ -188,22 +188,18 @@ class ResponsesStream:
                 f"ResponsesStream.add: the event's sequence_number is {described(raw_sequence)}, not an int",
                 code="provider_value_invalid",
             )
-        response = field(event, "response")
-        response_id = text(field(response, "id"))
-        if kind == "response.created" and response_id and self._id is not None and response_id != self._id:
-            raise UsageError(
-                f"ResponsesStream.add: the event is of response {response_id[:80]!r}, this stream accumulates "
-                f"{self._id[:80]!r}: use one ResponsesStream per response",
-                code="provider_value_invalid",
-            )
+        response_id = text(field(field(event, "response"), "id"))
         item = field(event, "item")
         key = text(field(item, "id")) or _event_text(event, "item_id") or f"#{integer(field(event, 'output_index'))}"
         if sequence is not None:
             if sequence <= self._sequence:
                 self._turn.out_of_order(f"sequence_number {sequence} after {self._sequence}")
             self._sequence = max(self._sequence, sequence)
-        if kind == "response.created" and response_id:
-            self._id = response_id
+        if response_id and self._id is not None and response_id != self._id:
+            # Only the response events name the response: the other response's item events cannot be told
+            # apart from this one's, so the stream is out of order (a refusal of this event alone would let them in).
+            self._turn.out_of_order(f"an event of another response ({response_id[:80]!r})")
+        self._id = self._id or response_id or None
         if self._turn.ended and kind not in _ENDS:
             self._turn.out_of_order(f"a {kind} event after the response ended")
         return self._take(event, kind or "", key, item)

@@ -11,12 +11,16 @@ candidate's ``finish_reason``; Bedrock: ``messageStop``), the stop reason,
 and the first sign that the events came *out of order* (a delta after its
 block's stop or before its start, a block started twice, an event after the
 end, a Responses ``sequence_number`` that does not increase, a Chat call
-announced after a fragment of it).  Out-of-order events are recorded, not
-raised: the accumulator cannot tell a reordered stream from two streams
-interleaved or a duplicated event, and whatever it had taken may be wrong.
-A chunk that names *another* response (a different chunk id, message id,
-response id) is refused with :class:`.UsageError` instead, and changes
-nothing: it was given to the wrong accumulator.
+announced after a fragment of it, an Anthropic ``message_start`` or a
+Responses response event naming another response).  Out-of-order events
+are recorded, not raised: the accumulator cannot tell a reordered stream
+from two streams interleaved or a duplicated event, and whatever it had
+taken may be wrong.  Where *every* chunk names its response (a Chat chunk's
+``id``, a Gemini chunk's ``response_id``), a chunk of another response is
+refused with :class:`.UsageError` instead and changes nothing: it was given
+to the wrong accumulator, and the stream's own chunks are still told apart.
+Bedrock's events name nothing: two streams interleaved are seen only where
+their structure collides (a second ``messageStart``, a block index reused).
 
 :func:`finish_turn` applies the rules to the calls at ``finish()``:
 
