@@ -19,16 +19,13 @@ import sys
 import anthropic
 import httpx2
 from _offline import streaming_server
-from anthropic.types import MessageParam, ToolParam
+from anthropic.types import MessageParam
+from anthropic_loop import SCHEMAS  # the same tools as the non-streamed loop
 from tools import TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import anthropic as anthropic_provider
 from tool_call_closure.runners import run_tool_calls
-
-SCHEMAS: list[ToolParam] = [
-    {"name": name, "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}} for name in TOOLS
-]
 
 
 async def agent(client: anthropic.AsyncAnthropic, prompt: str, *, max_turns: int = 5) -> str:

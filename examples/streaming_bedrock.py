@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import boto3  # type: ignore[import-untyped]  # boto3 ships no types; mypy-boto3-bedrock-runtime types the client
 import urllib3
 from _offline import streaming_server
+from bedrock_loop import TOOL_CONFIG  # the same tools as the non-streamed loop
 from botocore.exceptions import EventStreamError  # type: ignore[import-untyped]
 from tools import SYNC_TOOLS
 
@@ -30,19 +31,7 @@ from tool_call_closure.runners import run_tool_calls_in_threads
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
-    from mypy_boto3_bedrock_runtime.type_defs import MessageUnionTypeDef, ToolConfigurationTypeDef
-
-TOOL_CONFIG: ToolConfigurationTypeDef = {
-    "tools": [
-        {
-            "toolSpec": {
-                "name": name,
-                "inputSchema": {"json": {"type": "object", "properties": {"city": {"type": "string"}}}},
-            }
-        }
-        for name in SYNC_TOOLS
-    ]
-}
+    from mypy_boto3_bedrock_runtime.type_defs import MessageUnionTypeDef
 
 
 def agent(client: BedrockRuntimeClient, prompt: str, *, max_turns: int = 5) -> str:

@@ -20,6 +20,7 @@ import sys
 
 import httpx2
 from _offline import streaming_server
+from gemini_loop import DECLARATIONS  # the same tools as the non-streamed loop
 from google import genai
 from google.genai import errors, types
 from tools import TOOLS
@@ -27,15 +28,6 @@ from tools import TOOLS
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import gemini
 from tool_call_closure.runners import run_tool_calls
-
-DECLARATIONS = types.Tool(
-    function_declarations=[
-        types.FunctionDeclaration(
-            name=name, parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}}}
-        )
-        for name in TOOLS
-    ]
-)
 
 
 async def agent(client: genai.Client, prompt: str, *, max_turns: int = 5) -> str:

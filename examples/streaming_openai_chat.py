@@ -18,20 +18,13 @@ import sys
 
 import openai
 from _offline import streaming_server
-from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
+from openai.types.chat import ChatCompletionMessageParam
+from openai_chat_loop import SCHEMAS  # the same tools as the non-streamed loop
 from tools import TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import openai_chat
 from tool_call_closure.runners import run_tool_calls
-
-SCHEMAS: list[ChatCompletionToolParam] = [
-    {
-        "type": "function",
-        "function": {"name": name, "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
-    }
-    for name in TOOLS
-]
 
 
 async def agent(client: openai.AsyncOpenAI, prompt: str, *, max_turns: int = 5) -> str:

@@ -19,22 +19,13 @@ import sys
 
 import openai
 from _offline import streaming_server
-from openai.types.responses import FunctionToolParam, ResponseInputItemParam
+from openai.types.responses import ResponseInputItemParam
+from openai_responses_loop import SCHEMAS  # the same tools as the non-streamed loop
 from tools import TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import openai_responses
 from tool_call_closure.runners import run_tool_calls
-
-SCHEMAS: list[FunctionToolParam] = [
-    {
-        "type": "function",
-        "name": name,
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        "strict": False,
-    }
-    for name in TOOLS
-]
 
 
 async def agent(client: openai.AsyncOpenAI, prompt: str, *, max_turns: int = 5) -> str:

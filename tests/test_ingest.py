@@ -104,7 +104,7 @@ GEMINI: dict[str, Any] = {
                 ],
             },
         }
-    ]
+    ],
 }
 
 CONVERSE: dict[str, Any] = {
@@ -232,7 +232,10 @@ def test_gemini_synthetic_ids_are_recognised_exactly() -> None:
 def _gemini_turn(response_id: str | None) -> dict[str, Any]:
     turn: dict[str, Any] = {
         "candidates": [
-            {"content": {"role": "model", "parts": [{"function_call": {"name": "now", "args": {}}}]}, "finish_reason": "STOP"}
+            {
+                "content": {"role": "model", "parts": [{"function_call": {"name": "now", "args": {}}}]},
+                "finish_reason": "STOP",
+            }
         ]
     }
     if response_id is not None:

@@ -17,8 +17,8 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from tool_call_closure import ToolCallClosure, UsageError
-from tool_call_closure.providers import Ingested, ProviderRuleError, anthropic, bedrock, gemini, openai_chat
+from tool_call_closure import Snapshot, ToolCallClosure, UsageError
+from tool_call_closure.providers import Ingested, ProviderRuleError, ToolCall, anthropic, bedrock, gemini, openai_chat
 from tool_call_closure.providers import openai_responses as responses
 
 DEEP = "[" * 1200 + "]" * 1200  # 2.4 KB of JSON text nested 1,200 deep: json.loads raises RecursionError
@@ -48,6 +48,14 @@ def _fragment(index: object, call_id: str | None, name: object = None, arguments
     if name is not None:
         fragment["function"]["name"] = name
     return fragment
+
+
+def _closed(calls: tuple[ToolCall, ...]) -> tuple[ToolCallClosure, Snapshot]:
+    """The calls begun and closed: every one answered (cancelled), as the next request carries them."""
+    closure = ToolCallClosure()
+    snapshot = closure.close(closure.begin(calls).handle)
+    assert isinstance(snapshot, Snapshot)
+    return closure, snapshot
 
 
 def _only_the_deep_call_has_a_problem(ingested: Ingested, deep_id: str) -> None:
@@ -217,8 +225,7 @@ def test_item13_anthropic_next_messages_after_an_id_less_tool_use_names_it() -> 
     ingested = anthropic.ingest(message)
     assert [call.id for call in ingested.calls] == ["toolu_1"]
     assert [item.type for item in ingested.skipped] == ["call_without_id"]
-    closure = ToolCallClosure()
-    snapshot = closure.close(closure.begin(ingested.calls).handle)
+    closure, snapshot = _closed(ingested.calls)
     with pytest.raises(UsageError, match=r"messages\[0\].content\[1\] has no id"):
         anthropic.next_messages(message, closure.to_anthropic_tool_results(snapshot))
 
@@ -307,8 +314,7 @@ def test_item16_chat_stream_echoes_its_text() -> None:
     stream.add({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let me "}}]})
     stream.add({"id": "c", "choices": [{"index": 0, "delta": {"content": "look."}}]})
     stream.add(_chat_chunk(_fragment(0, "call_a", "weather", FINE), finish="tool_calls", chunk_id="c"))
-    closure = ToolCallClosure()
-    snapshot = closure.close(closure.begin(stream.finish().calls).handle)
+    closure, snapshot = _closed(stream.finish().calls)
     assistant, result = openai_chat.next_messages(stream, closure.to_openai_chat_completions(snapshot))
     assert assistant == {
         "role": "assistant",
@@ -365,8 +371,7 @@ def test_item16_anthropic_stream_echoes_thinking_with_its_signature_then_text_th
     stream = anthropic.AnthropicStream()
     for event in events:
         stream.add(adapter.validate_python(event))
-    closure = ToolCallClosure()
-    snapshot = closure.close(closure.begin(stream.finish().calls).handle)
+    closure, snapshot = _closed(stream.finish().calls)
     assistant, user = anthropic.next_messages(stream, closure.to_anthropic_tool_results(snapshot))
     assert assistant == {
         "role": "assistant",
@@ -419,8 +424,7 @@ def test_item16_responses_stream_echoes_reasoning_and_messages() -> None:
     stream = responses.ResponsesStream()
     for number, event in enumerate(events):
         stream.add(adapter.validate_python({**event, "sequence_number": number}))
-    closure = ToolCallClosure()
-    snapshot = closure.close(closure.begin(stream.finish().calls).handle)
+    closure, snapshot = _closed(stream.finish().calls)
     items = responses.next_input(stream, closure.to_openai_responses(snapshot))
     assert [item.get("type") for item in items] == ["reasoning", "message", "function_call", "function_call_output"]
     assert items[0]["encrypted_content"] == "opaque"  # type: ignore[typeddict-item]
@@ -439,8 +443,7 @@ def test_item16_gemini_stream_echoes_every_part_with_its_thought_signature() -> 
     stream = gemini.GeminiStream()
     for chunk in chunks:
         stream.add(genai.GenerateContentResponse.model_validate(chunk))
-    closure = ToolCallClosure()
-    snapshot = closure.close(closure.begin(stream.finish().calls).handle)
+    closure, snapshot = _closed(stream.finish().calls)
     model, user = gemini.next_contents(stream, closure.to_gemini_function_responses(snapshot))
     parts = list(model["parts"])  # type: ignore[typeddict-item]
     assert [("thought" in p, p.get("text"), "function_call" in p) for p in parts] == [
@@ -467,8 +470,7 @@ def test_item16_bedrock_stream_echoes_text_and_reasoning() -> None:
         {"messageStop": {"stopReason": "tool_use"}},
     ):
         stream.add(event)
-    closure = ToolCallClosure()
-    snapshot = closure.close(closure.begin(stream.finish().calls).handle)
+    closure, snapshot = _closed(stream.finish().calls)
     assistant, _ = bedrock.next_messages(stream, closure.to_bedrock_tool_results(snapshot))
     assert assistant == {
         "role": "assistant",
@@ -490,8 +492,7 @@ def test_item17_bedrock_then_puts_the_new_user_text_in_the_results_turn() -> Non
         },
         "stopReason": "tool_use",
     }
-    closure = ToolCallClosure()
-    snapshot = closure.close(closure.begin(bedrock.ingest(converse).calls).handle)
+    closure, snapshot = _closed(bedrock.ingest(converse).calls)
     results = closure.to_bedrock_tool_results(snapshot)
     messages = bedrock.next_messages(converse, results, then="Actually, make it Lyon.")
     assert [m["role"] for m in messages] == ["assistant", "user"]

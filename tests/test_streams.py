@@ -189,9 +189,7 @@ def test_responses_deltas_map_through_item_id_to_call_id(sdk: bool) -> None:
     ]
     assert [(c.id, c.arguments) for c in completed] == [("call_1", {"city": "Oslo"})]
     assert stream.finish().runnable == ()  # no response.completed: the turn never finished, no call runs
-    assert stream.finish().unfinished == (
-        "the stream ended before the turn was finished (no response.completed)"
-    )
+    assert stream.finish().unfinished == ("the stream ended before the turn was finished (no response.completed)")
     ingested = stream.finish(unfinished="run_complete")
     assert [c.id for c in ingested.calls] == ["call_1", "call_2"]
     assert ingested.calls[0] is completed[0]

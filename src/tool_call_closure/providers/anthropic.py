@@ -42,21 +42,21 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
-from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import (
-    described,
     field,
     incomplete_problem,
-    integer,
+    int_or_none,
     items,
     plain,
     refuse_foreign_call,
     refuse_foreign_event,
     refuse_foreign_turns,
     require_fields,
+    required_id,
     text,
+    text_or_none,
 )
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import (
@@ -166,12 +166,7 @@ def _start(block: object) -> _Block:
 
 
 def _piece(raw: object, what: str) -> str:
-    value = text(raw)
-    if raw is not None and value is None:
-        raise UsageError(
-            f"AnthropicStream.add: the {what} is {described(raw)}, not text", code="provider_value_invalid"
-        )
-    return value or ""
+    return text_or_none(raw, f"AnthropicStream.add: the {what}") or ""
 
 
 class AnthropicStream:
@@ -197,13 +192,7 @@ class AnthropicStream:
         """
         refuse_foreign_event(event, "anthropic", "AnthropicStream.add")
         kind = text(field(event, "type"))
-        raw_index = field(event, "index")
-        index = integer(raw_index)
-        if raw_index is not None and index is None:
-            raise UsageError(
-                f"AnthropicStream.add: the event's index is {described(raw_index)}, not an int",
-                code="provider_value_invalid",
-            )
+        index = int_or_none(field(event, "index"), "AnthropicStream.add: the event's index")
         if kind == "message_start":
             self._message_start(field(event, "message"))
         elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
@@ -386,14 +375,7 @@ def _blocks(message: object, index: int) -> list[Any]:
 
 def _block_id(block: object, key: str, index: int, position: int) -> str:
     """A ``tool_use`` id or a ``tool_result``'s ``tool_use_id``: refused unless it is text (the API refuses it too)."""
-    found = text(field(block, key))
-    if not found:
-        raise UsageError(
-            f"anthropic.check_messages: messages[{index}].content[{position}] has no {key} (text), "
-            f"got {described(field(block, key))}",
-            code="provider_value_invalid",
-        )
-    return found
+    return required_id(block, key, f"anthropic.check_messages: messages[{index}].content[{position}]")
 
 
 def check_messages(messages: Sequence[Any]) -> None:

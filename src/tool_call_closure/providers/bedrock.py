@@ -49,20 +49,21 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
-from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import (
     described,
     field,
     incomplete_problem,
-    integer,
+    int_or_none,
     items,
     refuse_foreign_call,
     refuse_foreign_event,
     refuse_foreign_turns,
     require_fields,
+    required_id,
     text,
+    text_or_none,
 )
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import BedrockContentBlock, BedrockMessage
@@ -153,14 +154,7 @@ class _Block:
 
 
 def _index(value: object, event: str) -> int:
-    raw = field(value, "contentBlockIndex")
-    index = integer(raw)
-    if raw is not None and index is None:
-        raise UsageError(
-            f"BedrockStream.add: {event}.contentBlockIndex is {described(raw)}, not an int",
-            code="provider_value_invalid",
-        )
-    return index or 0
+    return int_or_none(field(value, "contentBlockIndex"), f"BedrockStream.add: {event}.contentBlockIndex") or 0
 
 
 def _delta_kind(delta: object) -> str:
@@ -205,13 +199,8 @@ class BedrockStream:
             else:
                 return self._stop(_index(stop, "contentBlockStop"))
         elif field(event, "messageStop") is not None:
-            stop_reason = field(field(event, "messageStop"), "stopReason")
-            if stop_reason is not None and text(stop_reason) is None:
-                raise UsageError(
-                    f"BedrockStream.add: messageStop.stopReason is {described(stop_reason)}, not text",
-                    code="provider_value_invalid",
-                )
-            self._turn.end(text(stop_reason))
+            where = "BedrockStream.add: messageStop.stopReason"
+            self._turn.end(text_or_none(field(field(event, "messageStop"), "stopReason"), where))
         return ()
 
     def _start(self, index: int, tool_use: object) -> None:
@@ -243,13 +232,9 @@ class BedrockStream:
             return
         parts = {"text": value} if kind == "text" else {key: field(value, key) for key in ("text", "signature")}
         for key, raw in parts.items():
-            if raw is not None and text(raw) is None:
-                raise UsageError(
-                    f"BedrockStream.add: a {kind} delta's {key} is {described(raw)}, not text",
-                    code="provider_value_invalid",
-                )
-            if raw is not None:
-                block.pieces[key] = block.pieces.get(key, "") + (text(raw) or "")
+            piece = text_or_none(raw, f"BedrockStream.add: a {kind} delta's {key}")
+            if piece is not None:
+                block.pieces[key] = block.pieces.get(key, "") + piece
         redacted = field(value, "redactedContent") if kind == "reasoningContent" else None
         if isinstance(redacted, bytes | str):
             block.redacted = redacted
@@ -363,14 +348,7 @@ ALTERNATE: Final = (
 
 def _use_id(value: object, index: int, position: int, what: str) -> str:
     """A ``toolUseId``, refused unless it is text (Converse refuses it too)."""
-    found = text(field(value, "toolUseId"))
-    if not found:
-        raise UsageError(
-            f"bedrock.check_messages: messages[{index}].content[{position}].{what} has no toolUseId (text), "
-            f"got {described(field(value, 'toolUseId'))}",
-            code="provider_value_invalid",
-        )
-    return found
+    return required_id(value, "toolUseId", f"bedrock.check_messages: messages[{index}].content[{position}].{what}")
 
 
 def check_messages(messages: Sequence[Any]) -> None:

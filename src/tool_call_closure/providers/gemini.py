@@ -76,6 +76,7 @@ from tool_call_closure.providers.reading import (
     refuse_foreign_turns,
     require_fields,
     text,
+    text_or_none,
 )
 from tool_call_closure.providers.result_text import record_error_object
 from tool_call_closure.providers.sdk_types import GeminiContent, GeminiPart
@@ -132,12 +133,7 @@ def is_synthetic_id(call_id: str) -> bool:
 
 def _value(enum_or_text: object, reader: str) -> str | None:
     """A google-genai enum member (a ``str`` enum) or a plain string, as its plain text; anything else refused."""
-    value = text(enum_or_text)  # an enum member's own str value, whatever its class overrides
-    if enum_or_text is not None and value is None:
-        raise UsageError(
-            f"{reader}: the finish_reason is {described(enum_or_text)}, not text", code="provider_value_invalid"
-        )
-    return value
+    return text_or_none(enum_or_text, f"{reader}: the finish_reason")  # a member's own str value, unoverridden
 
 
 _EXPECTED: Final = "a GenerateContentResponse, a candidate, a Content or a list of parts"
@@ -150,12 +146,7 @@ def _parts_of(value: object, reader: str) -> tuple[list[Any], str | None, str | 
     response_id = None
     candidates = field(value, "candidates")
     if candidates is not None:
-        raw_id = field(value, "response_id")
-        response_id = text(raw_id)
-        if raw_id is not None and response_id is None:
-            raise UsageError(
-                f"{reader}: the response_id is {described(raw_id)}, not text", code="provider_value_invalid"
-            )
+        response_id = text_or_none(field(value, "response_id"), f"{reader}: the response_id")
         listed = items(candidates, f"{reader}: the candidates")
         value = listed[0] if listed else None  # none: the prompt was blocked, nothing to read
     finish = _value(field(value, "finish_reason"), reader)

@@ -58,14 +58,16 @@ from tool_call_closure.providers.calls import Ingested, ProviderRuleError, Skipp
 from tool_call_closure.providers.reading import (
     described,
     field,
-    integer,
+    int_or_none,
     items,
     present,
     refuse_foreign_call,
     refuse_foreign_event,
     refuse_foreign_turns,
     require_fields,
+    required_id,
     text,
+    text_or_none,
 )
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import (
@@ -194,12 +196,7 @@ class _Partial:
 
 
 def _read_fragment(fragment: object, where: str) -> _Fragment:
-    raw_index = field(fragment, "index")
-    index = integer(raw_index)
-    if raw_index is not None and index is None:
-        raise UsageError(
-            f"ChatStream.add: {where}.index is {described(raw_index)}, not an int", code="provider_value_invalid"
-        )
+    index = int_or_none(field(fragment, "index"), f"ChatStream.add: {where}.index")
     function = field(fragment, "function")
     problem = None
     read: list[str] = []
@@ -227,10 +224,7 @@ class _Chunk(NamedTuple):
 
 def _chunk_text(raw: object, what: str) -> str | None:
     """A text field of a chunk: ``None`` when missing; anything but text refuses the chunk."""
-    value = text(raw)
-    if raw is not None and value is None:
-        raise UsageError(f"ChatStream.add: {what} is {described(raw)}, not text", code="provider_value_invalid")
-    return value
+    return text_or_none(raw, f"ChatStream.add: {what}")
 
 
 def _read_chunk(chunk: object, choice_index: int) -> _Chunk:
@@ -238,13 +232,7 @@ def _read_chunk(chunk: object, choice_index: int) -> _Chunk:
     content, refusal, finish = "", "", None
     fragments: list[_Fragment] = []
     for number, choice in enumerate(items(field(chunk, "choices"), "ChatStream.add: the chunk's choices")):
-        raw_index = field(choice, "index")
-        index = 0 if raw_index is None else integer(raw_index)
-        if index is None:
-            raise UsageError(
-                f"ChatStream.add: choices[{number}].index is {described(raw_index)}, not an int",
-                code="provider_value_invalid",
-            )
+        index = int_or_none(field(choice, "index"), f"ChatStream.add: choices[{number}].index") or 0
         if index != choice_index:
             continue
         delta = field(choice, "delta")
@@ -442,17 +430,6 @@ DUPLICATE_RESULT: Final = (
 )
 
 
-def _id_in(value: object, key: str, where: str) -> str:
-    """The id ``value[key]`` of a message or a call, refused unless it is text: the API refuses it too."""
-    found = text(field(value, key))
-    if not found:
-        raise UsageError(
-            f"openai_chat.check_messages: {where} has no {key} (text), got {described(field(value, key))}",
-            code="provider_value_invalid",
-        )
-    return found
-
-
 def check_messages(messages: Sequence[Any]) -> None:
     """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Chat Completions would refuse.
 
@@ -468,7 +445,7 @@ def check_messages(messages: Sequence[Any]) -> None:
     for index, message in enumerate(items(messages)):
         role = text(field(message, "role"))
         if role == "tool":
-            call_id = _id_in(message, "tool_call_id", f"messages[{index}]")
+            call_id = required_id(message, "tool_call_id", f"openai_chat.check_messages: messages[{index}]")
             if call_id in answered:
                 raise ProviderRuleError(
                     DUPLICATE_RESULT.format(id=call_id, first=answered[call_id], second=index),
@@ -485,7 +462,8 @@ def check_messages(messages: Sequence[Any]) -> None:
         answered = {}
         calls = items(field(message, "tool_calls"), f"messages[{index}].tool_calls") if role == "assistant" else []
         pending = {
-            _id_in(call, "id", f"messages[{index}].tool_calls[{position}]"): None for position, call in enumerate(calls)
+            required_id(call, "id", f"openai_chat.check_messages: messages[{index}].tool_calls[{position}]"): None
+            for position, call in enumerate(calls)
         }
         owner = index
     if pending:

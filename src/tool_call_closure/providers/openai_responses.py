@@ -45,13 +45,13 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Final
 
-from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.arguments import make_call, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import (
     described,
     field,
     incomplete_problem,
+    int_or_none,
     integer,
     items,
     plain,
@@ -59,7 +59,9 @@ from tool_call_closure.providers.reading import (
     refuse_foreign_event,
     refuse_foreign_turns,
     require_fields,
+    required_id,
     text,
+    text_or_none,
 )
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
@@ -147,13 +149,7 @@ _ENDS: Final = ("response.completed", "response.incomplete", "response.failed")
 
 
 def _event_text(event: object, key: str) -> str | None:
-    raw = field(event, key)
-    value = text(raw)
-    if raw is not None and value is None:
-        raise UsageError(
-            f"ResponsesStream.add: the event's {key} is {described(raw)}, not text", code="provider_value_invalid"
-        )
-    return value
+    return text_or_none(field(event, key), f"ResponsesStream.add: the event's {key}")
 
 
 class ResponsesStream:
@@ -181,13 +177,7 @@ class ResponsesStream:
         """
         refuse_foreign_event(event, "openai_responses", "ResponsesStream.add")
         kind = _event_text(event, "type")
-        raw_sequence = field(event, "sequence_number")
-        sequence = integer(raw_sequence)
-        if raw_sequence is not None and sequence is None:
-            raise UsageError(
-                f"ResponsesStream.add: the event's sequence_number is {described(raw_sequence)}, not an int",
-                code="provider_value_invalid",
-            )
+        sequence = int_or_none(field(event, "sequence_number"), "ResponsesStream.add: the event's sequence_number")
         response_id = text(field(field(event, "response"), "id"))
         item = field(event, "item")
         key = text(field(item, "id")) or _event_text(event, "item_id") or f"#{integer(field(event, 'output_index'))}"
@@ -324,18 +314,18 @@ def check_input(input_items: Sequence[Any], *, previous_response_id: bool = Fals
     ids: set[str] = set()
     for index, item in enumerate(listed):
         kind = text(field(item, "type"))
-        item_id = _text_id(item, "id", index, required=False)
+        item_id = text_or_none(field(item, "id"), f"openai_responses.check_input: input_items[{index}].id")
         if item_id is not None:
             if item_id in ids:
                 raise ProviderRuleError(DUPLICATE_ITEM.format(id=item_id), provider=PROVIDER, index=index)
             ids.add(item_id)
         if kind == "function_call":
-            call_id = _text_id(item, "call_id", index)
+            call_id = required_id(item, "call_id", f"openai_responses.check_input: input_items[{index}]")
             if call_id in calls:
                 raise ProviderRuleError(DUPLICATE_ITEM.format(id=item_id or call_id), provider=PROVIDER, index=index)
             calls[call_id] = index
         elif kind == "function_call_output":
-            call_id = _text_id(item, "call_id", index)
+            call_id = required_id(item, "call_id", f"openai_responses.check_input: input_items[{index}]")
             if call_id in outputs:
                 raise ProviderRuleError(DUPLICATE_ITEM.format(id=call_id), provider=PROVIDER, index=index)
             if call_id not in calls and not previous_response_id:
@@ -348,18 +338,6 @@ def check_input(input_items: Sequence[Any], *, previous_response_id: bool = Fals
     for call_id, index in calls.items():
         if call_id not in outputs:
             raise ProviderRuleError(NO_OUTPUT.format(id=call_id), provider=PROVIDER, index=index)
-
-
-def _text_id(item: object, key: str, index: int, *, required: bool = True) -> Any:
-    """An item's id or call_id: text, or missing when not ``required``; anything else raises ``UsageError``."""
-    raw = field(item, key)
-    found = text(raw)
-    if found is None and (required or raw is not None):
-        raise UsageError(
-            f"openai_responses.check_input: input_items[{index}].{key} must be text, got {described(raw)}",
-            code="provider_value_invalid",
-        )
-    return found
 
 
 def next_input(

@@ -33,6 +33,7 @@ __all__ = [
     "field",
     "has_field",
     "incomplete_problem",
+    "int_or_none",
     "integer",
     "items",
     "plain",
@@ -41,8 +42,10 @@ __all__ = [
     "refuse_foreign_event",
     "refuse_foreign_turns",
     "require_fields",
+    "required_id",
     "stream_event_api",
     "text",
+    "text_or_none",
 ]
 
 _NOT_A_SEQUENCE: Final = (str, bytes, bytearray)
@@ -97,6 +100,39 @@ def integer(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return int.__index__(value)
     return None
+
+
+def text_or_none(raw: object, where: str) -> str | None:
+    """``raw`` as text (:func:`text`), ``None`` when missing; anything else raises :class:`.UsageError`.
+
+    ``where`` names the field for the message: ``"<where> is <what it is>, not text"``.
+    """
+    value = text(raw)
+    if raw is not None and value is None:
+        raise UsageError(f"{where} is {described(raw)}, not text", code="provider_value_invalid")
+    return value
+
+
+def int_or_none(raw: object, where: str) -> int | None:
+    """``raw`` as an int (:func:`integer`), ``None`` when missing; anything else raises :class:`.UsageError`."""
+    value = integer(raw)
+    if raw is not None and value is None:
+        raise UsageError(f"{where} is {described(raw)}, not an int", code="provider_value_invalid")
+    return value
+
+
+def required_id(value: object, key: str, where: str) -> str:
+    """The id ``value[key]`` a preflight pairs on: a non-empty text, or :class:`.UsageError` naming ``where``.
+
+    The provider refuses a call or a result without one too; read as
+    ``None``, it would be paired with nothing, or with another ``None``.
+    """
+    found = text(field(value, key))
+    if not found:
+        raise UsageError(
+            f"{where} has no {key} (text), got {described(field(value, key))}", code="provider_value_invalid"
+        )
+    return found
 
 
 def require_fields(value: object, keys: tuple[str, ...], reader: str, expected: str) -> None:
