@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import tracemalloc
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -716,6 +717,75 @@ def test_a_preflight_of_a_malformed_or_hostile_transcript_passes_or_raises_usage
     plain = json.loads(json.dumps(request, default=str))
     transcript = mutated(plain, data.draw(mutations(plain)))
     _usage_or(lambda: CHECKS[provider](transcript))
+
+
+# --------------------------------------------------------------------------- bounded work and memory
+
+
+def _peak(function: Callable[[], Any]) -> tuple[Any, int]:
+    """``function()`` and the peak of the memory it allocated (tracemalloc: counted, not timed)."""
+    tracemalloc.start()
+    try:
+        result = function()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _deep_list(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _shared(levels: int) -> Any:
+    value: Any = [1]
+    for _ in range(levels):
+        value = [value, value]
+    return value
+
+
+def test_memory_is_bounded_by_the_input_whatever_its_shape() -> None:
+    """Large, deep and self-sharing inputs: each reader's peak memory is a small multiple of the input's size
+    (or a constant: a too-deep value is refused at the first level past the limit, without reading the rest)."""
+    megabyte = "[" + ",".join(["1"] * 500_000) + "]"
+    ingested, peak = _peak(
+        lambda: openai_chat.ingest([{"id": "a", "type": "function", "function": {"name": "f", "arguments": megabyte}}])
+    )
+    assert ingested.calls[0].runnable
+    assert peak < 8 * len(megabyte)  # the parsed list: 8 bytes a member
+    deep_text = "[" * 100_000 + "]" * 100_000
+    ingested, peak = _peak(
+        lambda: responses.ingest([{"type": "function_call", "call_id": "a", "name": "f", "arguments": deep_text}])
+    )
+    assert "nest deeper" in str(ingested.calls[0].problem)
+    assert peak < 64 * 1024
+    for value in (_deep_list(100_000), _shared(40)):  # 100,000 deep; 2**40 leaves when written
+        for reader, call in (
+            (anthropic.ingest, [{"type": "tool_use", "id": "a", "name": "f", "input": {"x": value}}]),
+            (gemini.ingest, [{"function_call": {"id": "a", "name": "f", "args": {"x": value}}}]),
+            (bedrock.ingest, [{"toolUse": {"toolUseId": "a", "name": "f", "input": {"x": value}}}]),
+        ):
+            ingested, peak = _peak(lambda reader=reader, call=call: reader(call))
+            assert ingested.calls[0].problem is not None
+            assert peak < 64 * 1024
+    stream = openai_chat.ChatStream()
+
+    def fragments() -> Ingested:
+        stream.add(_chat_chunk({"index": 0, "id": "a", "function": {"name": "f", "arguments": "["}}))
+        for _ in range(20_000):
+            stream.add(_chat_chunk({"index": 0, "function": {"arguments": "1,"}}))
+        stream.add(_chat_chunk({"index": 0, "function": {"arguments": "1]"}}, finish="tool_calls"))
+        return stream.finish()
+
+    ingested, peak = _peak(fragments)
+    assert ingested.calls[0].arguments == [1] * 20_001
+    assert peak < 100 * 40_000  # the fragments kept, then joined and parsed once
+
+
+def _chat_chunk(fragment: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [fragment]}, "finish_reason": finish}]}
 
 
 FOREIGN = [(owner, reader) for owner in PROVIDERS for reader in PROVIDERS if owner != reader]

@@ -152,13 +152,15 @@ def test_item12_the_limit_is_exact_and_brackets_inside_strings_do_not_count() ->
     assert not nests_deeper(text, limit=3)
 
 
-def test_item12_too_large_a_value_with_shared_parts_is_that_calls_problem() -> None:
-    """30 levels of one list shared twice: tiny to hold, 2**30 leaves to write. The budget stops the walk."""
+def test_item12_a_value_with_shared_parts_is_that_calls_problem_before_any_text_is_written() -> None:
+    """30 levels of one list held twice: tiny to hold, 2**30 leaves to write. The walk visits each list once."""
     shared: Any = [1]
     for _ in range(30):
         shared = [shared, shared]
     ingested = anthropic.ingest([{"type": "tool_use", "id": "a", "name": "w", "input": {"x": shared}}])
-    assert ingested.calls[0].problem == "the arguments' JSON text is more than the limit of 4194304 bytes"
+    assert ingested.calls[0].problem == (
+        "the arguments hold one list or object in two places (JSON text has no sharing)"
+    )
 
 
 # --------------------------------------------------------------------------- item 13: malformed JSON-shaped values

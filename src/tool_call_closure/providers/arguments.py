@@ -18,16 +18,19 @@ exception that loses the whole turn:
   the nesting with a regular expression and a counter, no recursion: text
   nested deeper than :data:`MAX_ARGUMENT_DEPTH` levels, or longer than
   :data:`MAX_ARGUMENT_BYTES` UTF-8 bytes, is a problem named with its limit.
-* **Values** (:func:`parsed_arguments`): the JSON text is written by the
-  library's iterative ``json_stringify`` with :data:`MAX_ARGUMENT_BYTES` as
-  its budget (so a cycle, a value with no JSON form, or a small value that
-  expands past the budget — one list shared twice at each of 30 levels —
-  stops early), then its depth is measured the same way.  Caller code the
-  value runs while it is written (a ``model_dump``, a mapping's
-  ``__getitem__``) that raises makes a problem too, naming the exception's
-  type.  Plain JSON data is kept as the SDK parsed it; any other value (a
-  tuple, a ``str`` subclass, an SDK object) is replaced by the parse of its
-  JSON text, so no caller object reaches a tool.
+* **Values** (:func:`parsed_arguments`): one walk with an explicit stack
+  (:func:`_survey`) first stops at a level past the depth limit, at a list
+  or object held in two places (JSON has no sharing: 30 levels of one list
+  held twice are a few hundred bytes to hold and 2**30 leaves to write, so
+  the walk visits each container once and its work is the value's own
+  size), at a float that is not finite, and once the text would pass the
+  size limit.  Then the library's iterative ``json_stringify`` writes the
+  text, with :data:`MAX_ARGUMENT_BYTES` as its budget for what the walk
+  could not see (an object's ``model_dump``, a mapping type).  Caller code
+  that raises while the value is read makes a problem too, naming the
+  exception's type.  Plain JSON data is kept as the SDK parsed it; any
+  other value (a tuple, a ``str`` subclass, an SDK object) is replaced by
+  the parse of its JSON text, so no caller object reaches a tool.
 * **Anything else** where text belongs (an object sent as Chat's
   ``arguments``, a list fragment) is a problem naming what it is.
 
@@ -139,46 +142,78 @@ def parse_arguments(arguments: str) -> tuple[Any, str | None]:
         return None, f"the arguments are not valid JSON ({str(error)[:200]})"
 
 
+_SCALARS: Final = (str, int, bool, type(None))
+_TOO_DEEP: Final = f"the arguments nest deeper than the limit of {MAX_ARGUMENT_DEPTH} levels"
+_TOO_LARGE: Final = f"the arguments' JSON text is more than the limit of {MAX_ARGUMENT_BYTES} bytes"
+
+
+def _survey(value: object) -> tuple[str | None, bool]:
+    """``(problem, plain)``: one walk of a parsed value, with an explicit stack, before any text is written.
+
+    It stops at the first level past :data:`MAX_ARGUMENT_DEPTH`, at the first
+    container met twice (JSON has no sharing: one list held in two places is
+    written twice, and 30 levels of that are 2**30 leaves — the walk visits
+    each container once, so its work is the value's own size), at a float
+    that is not finite, and once the text it would write passes
+    :data:`MAX_ARGUMENT_BYTES`.  ``plain`` says whether the value is plain
+    JSON data (exact dicts with text keys, lists, texts, ints, bools,
+    ``None``, floats); any other object is left to ``json_stringify``'s
+    projection, within its budget.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    seen: set[int] = set()
+    size = 0
+    plain = True
+    while stack:
+        item, depth = stack.pop()
+        cls = type(item)
+        if cls in (dict, list, tuple):
+            if depth > MAX_ARGUMENT_DEPTH:
+                return _TOO_DEEP, False
+            if id(item) in seen:
+                return "the arguments hold one list or object in two places (JSON text has no sharing)", False
+            seen.add(id(item))
+            members = list(cast(dict[Any, Any], item).items()) if cls is dict else [(None, m) for m in item]
+            plain = plain and cls is not tuple and all(type(key) is str for key, _ in members if cls is dict)
+            size += 2 + sum(len(key) + 3 for key, _ in members if type(key) is str) + len(members)
+            stack += [(member, depth + 1) for _, member in members]
+        elif cls is float and not math.isfinite(cast(float, item)):
+            return "the arguments hold a number that is not finite (NaN or infinity): JSON has none", False
+        else:
+            size += len(item) + 2 if cls is str else 1
+            plain = plain and (cls in _SCALARS or cls is float)
+        if size > MAX_ARGUMENT_BYTES:
+            return _TOO_LARGE, False
+    return None, plain
+
+
+def _written(arguments: object) -> tuple[str, str | None, bool]:
+    """``(text, problem, plain)``: the JSON text of a parsed value, or ``""`` and why it has none within the limits."""
+    problem, plain = _survey(arguments)
+    if problem is not None:
+        return "", problem, False
+    try:
+        written = json_stringify(arguments, MAX_ARGUMENT_BYTES)
+    except LimitError:
+        return "", _TOO_LARGE, False
+    except ToolCallClosureError as error:
+        return "", f"the arguments have no JSON form ({error})", False
+    except Exception as error:  # noqa: BLE001 - caller code (a model_dump, a mapping) raised: that call's problem
+        return "", f"reading the arguments raised {type(error).__qualname__}", False
+    if not plain and nests_deeper(written):  # a projection (a model_dump …) may nest what the survey did not see
+        return "", _TOO_DEEP, False
+    return written, None, plain
+
+
 def arguments_text(arguments: object) -> tuple[str, str | None]:
     """The JSON text of arguments sent already parsed (Anthropic ``input``, Gemini ``args``, Bedrock ``input``).
 
     ``(text, None)``, or ``("", problem)`` when the value has no JSON form
-    within the limits (a cycle, a set, too large, too deep) or writing it
-    ran caller code that raised.
+    within the limits (a cycle or a shared part, a set, too large, too deep,
+    a float that is not finite) or writing it ran caller code that raised.
     """
-    try:
-        written = json_stringify({} if arguments is None else arguments, MAX_ARGUMENT_BYTES)
-    except LimitError:
-        return "", f"the arguments' JSON text is more than the limit of {MAX_ARGUMENT_BYTES} bytes"
-    except ToolCallClosureError as error:
-        return "", f"the arguments have no JSON form ({error})"
-    except Exception as error:  # noqa: BLE001 - caller code (a model_dump, a mapping) raised: that call's problem
-        return "", f"reading the arguments raised {type(error).__qualname__}"
-    if nests_deeper(written):
-        return "", f"the arguments nest deeper than the limit of {MAX_ARGUMENT_DEPTH} levels"
-    return written, None
-
-
-def _plain(value: object) -> bool | None:
-    """Whether ``value`` is plain JSON data (exact dicts with text keys, lists, texts, ints, bools, ``None`` and
-    finite floats); ``None`` when it holds a float that is not finite.  An explicit stack: no recursion."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        cls = type(item)
-        if cls is dict:
-            for key, inner in cast(dict[Any, Any], item).items():
-                if type(key) is not str:
-                    return False
-                stack.append(inner)
-        elif cls is list:
-            stack.extend(cast(list[Any], item))
-        elif cls is float:
-            if not math.isfinite(cast(float, item)):
-                return None
-        elif cls not in (str, int, bool, type(None)):
-            return False
-    return True
+    written, problem, _ = _written({} if arguments is None else arguments)
+    return written, problem
 
 
 def parsed_arguments(arguments: object) -> tuple[Any, str, str | None]:
@@ -188,16 +223,12 @@ def parsed_arguments(arguments: object) -> tuple[Any, str, str | None]:
     anything else — a tuple, a subclass, a mapping type, an SDK object — is
     replaced by the parse of its JSON text, so a runnable call never carries
     caller objects, and its ``arguments`` are exactly its ``arguments_json``.
-    A float that is not finite has no JSON form: that is a problem.
     """
     if arguments is None:
         return {}, "{}", None
-    written, problem = arguments_text(arguments)
+    written, problem, plain = _written(arguments)
     if problem is not None:
         return None, written, problem
-    plain = _plain(arguments)  # bounded: the value's JSON text, just written, is within MAX_ARGUMENT_BYTES
-    if plain is None:
-        return None, written, "the arguments hold a number that is not finite (NaN or infinity): JSON has none"
     return (arguments if plain else json.loads(written)), written, None
 
 
