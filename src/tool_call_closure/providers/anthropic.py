@@ -40,11 +40,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import (
+    described,
     field,
     incomplete_problem,
     int_or_none,
@@ -121,18 +122,36 @@ def ingest(value: object) -> Ingested:
 # --------------------------------------------------------------------------- streaming
 
 _CALL_BLOCKS: Final = ("tool_use", "server_tool_use", "mcp_tool_use")  # blocks whose input streams as JSON
-_DELTA_FIELDS: Final = {  # delta type -> (the field of the delta, the field of the block it extends)
-    "text_delta": ("text", "text"),
-    "thinking_delta": ("thinking", "thinking"),
-    "input_json_delta": ("partial_json", ""),
-}
-_DELTA_BLOCKS: Final = {
+_DELTA_TEXT: Final = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
+_DELTA_BLOCKS: Final = {  # delta type -> the block types it may extend
     "text_delta": ("text",),
     "thinking_delta": ("thinking",),
     "signature_delta": ("thinking",),
     "input_json_delta": _CALL_BLOCKS,
     "citations_delta": ("text",),
 }
+
+
+class _Delta(NamedTuple):
+    """One ``content_block_delta`` as read, before anything is taken from it."""
+
+    kind: str  # the delta's type
+    piece: str  # its text, thinking, signature or partial_json
+    citation: dict[str, Any] | None  # a citations_delta's citation
+    problem: str | None  # an input_json_delta fragment that is not text
+
+
+def _read_delta(delta: object) -> _Delta:
+    kind = text(field(delta, "type")) or ""
+    if kind == "citations_delta":
+        return _Delta(kind, "", plain(field(delta, "citation"), "AnthropicStream.add", "a citation"), None)
+    if kind == "input_json_delta":
+        raw = field(delta, "partial_json")
+        wrong = raw is not None and text(raw) is None
+        problem = f"an input_json_delta fragment is {described(raw)}, not JSON text" if wrong else None
+        return _Delta(kind, text(raw) or "", None, problem)
+    source = _DELTA_TEXT.get(kind)
+    return _Delta(kind, _piece(field(delta, source), source) if source else "", None, None)
 
 
 @dataclass(slots=True)
@@ -188,17 +207,21 @@ class AnthropicStream:
         """Take one event; returns the call it completed, if any.
 
         An event whose fields have the wrong types raises :class:`.UsageError`
-        and is not taken.
+        and is not taken: every field is read before anything is taken.
         """
         refuse_foreign_event(event, "anthropic", "AnthropicStream.add")
         kind = text(field(event, "type"))
-        index = int_or_none(field(event, "index"), "AnthropicStream.add: the event's index")
+        index = int_or_none(field(event, "index"), "AnthropicStream.add: the event's index") or 0
         if kind == "message_start":
-            self._message_start(field(event, "message"))
-        elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
-            if self._turn.ended:
-                self._turn.out_of_order(f"a {kind} after the message ended")
-            return self._content(kind, index or 0, event)
+            message = field(event, "message")
+            message_id = _piece(field(message, "id"), "message id") or None
+            self._message_start(message_id, _piece(field(message, "stop_reason"), "stop_reason"))
+        elif kind == "content_block_start":
+            return self._content(kind, index, _start(field(event, "content_block")))
+        elif kind == "content_block_delta":
+            return self._content(kind, index, _read_delta(field(event, "delta")))
+        elif kind == "content_block_stop":
+            return self._content(kind, index, None)
         elif kind == "message_delta":
             stop = _piece(field(field(event, "delta"), "stop_reason"), "stop_reason")
             if stop:
@@ -207,8 +230,7 @@ class AnthropicStream:
             self._turn.end(None)
         return ()
 
-    def _message_start(self, message: object) -> None:
-        message_id = _piece(field(message, "id"), "message id") or None
+    def _message_start(self, message_id: str | None, stop: str) -> None:
         if message_id is not None and self._id is not None and message_id != self._id:
             # Only message_start names the message: the other message's later events cannot be told apart
             # from this one's, so the stream is out of order (a refusal of this event alone would let them in).
@@ -216,24 +238,26 @@ class AnthropicStream:
         elif self._id is not None or self._blocks or self._turn.ended:
             self._turn.out_of_order("a second message_start")
         self._id = self._id or message_id
-        stop = _piece(field(message, "stop_reason"), "stop_reason")
         if stop:
             self._turn.end(stop)
 
-    def _content(self, kind: str, index: int, event: object) -> tuple[ToolCall, ...]:
+    def _content(self, kind: str, index: int, read: _Block | _Delta | None) -> tuple[ToolCall, ...]:
+        """Take a content block event already read: a start's block, a delta, or a stop (``None``)."""
+        if self._turn.ended:
+            self._turn.out_of_order(f"a {kind} after the message ended")
         block = self._blocks.get(index)
-        if kind == "content_block_start":
+        if isinstance(read, _Block):
             if block is not None:
                 self._turn.out_of_order(f"block {index} started twice")
                 return ()
-            block = self._blocks[index] = _start(field(event, "content_block"))
-            if block.kind != "tool_use":
-                self._skipped.append(SkippedItem(index, block.kind, _skip_reason(block.kind)))
+            self._blocks[index] = read
+            if read.kind != "tool_use":
+                self._skipped.append(SkippedItem(index, read.kind, _skip_reason(read.kind)))
         elif block is None or block.stopped:
             where = "before its content_block_start" if block is None else "after its content_block_stop"
             self._turn.out_of_order(f"a {kind} for block {index} {where}")
-        elif kind == "content_block_delta":
-            self._delta(block, index, field(event, "delta"))
+        elif isinstance(read, _Delta):
+            self._delta(block, index, read)
         else:
             block.stopped = True
             if block.kind in _CALL_BLOCKS:
@@ -243,28 +267,18 @@ class AnthropicStream:
                     return (block.call,)
         return ()
 
-    def _delta(self, block: _Block, index: int, delta: object) -> None:
-        kind = text(field(delta, "type")) or ""
-        if kind not in _DELTA_BLOCKS:
+    def _delta(self, block: _Block, index: int, delta: _Delta) -> None:
+        if delta.kind not in _DELTA_BLOCKS:
             return  # a delta of a kind not known here extends nothing the echo or the calls carry
-        if block.kind not in _DELTA_BLOCKS[kind]:
-            self._turn.out_of_order(f"a {kind} for block {index}, a {block.kind} block")
-        elif kind == "citations_delta":
-            citation = plain(field(delta, "citation"), "AnthropicStream.add", "a citation")
-            block.echo.setdefault("citations", []).append(citation)
-        elif kind == "signature_delta":
-            block.echo["signature"] += _piece(field(delta, "signature"), "signature")
-        elif kind == "input_json_delta":
-            raw = field(delta, "partial_json")
-            if raw is not None and text(raw) is None:
-                block.json.append(
-                    "\u0000"
-                )  # a fragment that is not text: the JSON cannot parse, the call has a problem
-            else:
-                block.json.append(text(raw) or "")
+        if block.kind not in _DELTA_BLOCKS[delta.kind]:
+            self._turn.out_of_order(f"a {delta.kind} for block {index}, a {block.kind} block")
+        elif delta.citation is not None:
+            block.echo.setdefault("citations", []).append(delta.citation)
+        elif delta.kind == "input_json_delta":
+            block.json.append(delta.piece)
+            block.problem = block.problem or delta.problem
         else:
-            source, target = _DELTA_FIELDS[kind]
-            block.echo[target] += _piece(field(delta, source), source)
+            block.echo[_DELTA_TEXT[delta.kind]] += delta.piece
 
     @staticmethod
     def _complete(block: _Block) -> ToolCall:

@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
@@ -164,6 +164,31 @@ def _delta_kind(delta: object) -> str:
     return _block_kind(delta)
 
 
+class _Delta(NamedTuple):
+    """One ``contentBlockDelta`` as read, before anything is taken from it."""
+
+    kind: str  # toolUse, text, reasoningContent, or another block's kind
+    pieces: dict[str, str]  # the text (a toolUse's input, a text, a reasoning text or signature) by its key
+    redacted: bytes | str | None  # a reasoning delta's redactedContent
+    problem: str | None  # a toolUse input fragment that is not text
+
+
+def _read_delta(delta: object) -> _Delta:
+    kind = _delta_kind(delta)
+    value = field(delta, kind)
+    if kind == "toolUse":
+        raw = field(value, "input")
+        problem = (
+            f"an input fragment is {described(raw)}, not JSON text" if raw is not None and text(raw) is None else None
+        )
+        return _Delta(kind, {"input": text(raw) or ""}, None, problem)
+    named = {"text": value} if kind == "text" else {key: field(value, key) for key in ("text", "signature")}
+    pieces = {key: text_or_none(raw, f"BedrockStream.add: a {kind} delta's {key}") for key, raw in named.items()}
+    redacted = field(value, "redactedContent") if kind == "reasoningContent" else None
+    kept = {key: piece for key, piece in pieces.items() if piece is not None}
+    return _Delta(kind, kept, redacted if isinstance(redacted, bytes | str) else None, None)
+
+
 class BedrockStream:
     """Accumulates ``converse_stream`` events into calls and the whole assistant turn.
 
@@ -180,7 +205,11 @@ class BedrockStream:
         self._turn = TurnState()
 
     def add(self, event: object) -> tuple[ToolCall, ...]:
-        """Take one event; returns the call it completed, if any."""
+        """Take one event; returns the call it completed, if any.
+
+        An event whose fields have the wrong types raises :class:`.UsageError`
+        and is not taken: every field is read before anything is taken.
+        """
         refuse_foreign_event(event, "bedrock", "BedrockStream.add")
         start, delta, stop = (
             field(event, key) for key in ("contentBlockStart", "contentBlockDelta", "contentBlockStop")
@@ -189,28 +218,36 @@ class BedrockStream:
             if self._started or self._blocks:
                 self._turn.out_of_order("a second messageStart")
             self._started = True
-        elif start is not None or delta is not None or stop is not None:
-            if self._turn.ended:
-                self._turn.out_of_order("a content block event after messageStop")
-            if start is not None:
-                self._start(_index(start, "contentBlockStart"), field(field(start, "start"), "toolUse"))
-            elif delta is not None:
-                self._delta(_index(delta, "contentBlockDelta"), field(delta, "delta"))
-            else:
-                return self._stop(_index(stop, "contentBlockStop"))
+        elif start is not None:
+            tool_use = field(field(start, "start"), "toolUse")
+            opened = (
+                None if tool_use is None else _Block("toolUse", field(tool_use, "toolUseId"), field(tool_use, "name"))
+            )
+            self._start(_index(start, "contentBlockStart"), opened)
+        elif delta is not None:
+            index, read = _index(delta, "contentBlockDelta"), _read_delta(field(delta, "delta"))
+            self._delta(index, read)
+        elif stop is not None:
+            return self._stop(_index(stop, "contentBlockStop"))
         elif field(event, "messageStop") is not None:
             where = "BedrockStream.add: messageStop.stopReason"
             self._turn.end(text_or_none(field(field(event, "messageStop"), "stopReason"), where))
         return ()
 
-    def _start(self, index: int, tool_use: object) -> None:
+    def _after_stop(self) -> None:
+        if self._turn.ended:
+            self._turn.out_of_order("a content block event after messageStop")
+
+    def _start(self, index: int, opened: _Block | None) -> None:
+        self._after_stop()
         if index in self._blocks:
             self._turn.out_of_order(f"block {index} started twice")
-        elif tool_use is not None:
-            self._blocks[index] = _Block("toolUse", field(tool_use, "toolUseId"), field(tool_use, "name"))
+        elif opened is not None:
+            self._blocks[index] = opened
 
-    def _delta(self, index: int, delta: object) -> None:
-        kind = _delta_kind(delta)
+    def _delta(self, index: int, delta: _Delta) -> None:
+        self._after_stop()
+        kind = delta.kind
         block = self._blocks.get(index)
         if block is None and kind != "toolUse":  # text and reasoning blocks open with their first delta
             block = self._blocks[index] = _Block(kind)
@@ -222,24 +259,16 @@ class BedrockStream:
                 else ("after its contentBlockStop" if block.stopped else f"of a {block.kind} block")
             )
             self._turn.out_of_order(f"a {kind} delta for block {index} {where}")
-            return
-        value = field(delta, kind)
-        if kind == "toolUse":
-            raw = field(value, "input")
-            if raw is not None and text(raw) is None:
-                block.problem = block.problem or f"an input fragment is {described(raw)}, not JSON text"
-            block.input.append(text(raw) or "")
-            return
-        parts = {"text": value} if kind == "text" else {key: field(value, key) for key in ("text", "signature")}
-        for key, raw in parts.items():
-            piece = text_or_none(raw, f"BedrockStream.add: a {kind} delta's {key}")
-            if piece is not None:
+        elif kind == "toolUse":
+            block.input.append(delta.pieces["input"])
+            block.problem = block.problem or delta.problem
+        else:
+            for key, piece in delta.pieces.items():
                 block.pieces[key] = block.pieces.get(key, "") + piece
-        redacted = field(value, "redactedContent") if kind == "reasoningContent" else None
-        if isinstance(redacted, bytes | str):
-            block.redacted = redacted
+            block.redacted = delta.redacted if delta.redacted is not None else block.redacted
 
     def _stop(self, index: int) -> tuple[ToolCall, ...]:
+        self._after_stop()
         block = self._blocks.get(index)
         if block is None:  # an empty block's stop: kept, so a delta after it is seen to come out of order
             self._blocks[index] = _Block("unknown", stopped=True)

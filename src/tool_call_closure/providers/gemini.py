@@ -230,21 +230,20 @@ class GeminiStream:
                 code="provider_value_invalid",
             )
         echoed = [plain(part, "GeminiStream.add", "a part", json_mode=False) for part in parts]
-        if self._turn_tag is None:
-            self._response_id = response_id
-            self._turn_tag = turn_tag(response_id)
-        self._response_id = self._response_id or response_id
-        if parts and self._turn.ended:
-            self._turn.out_of_order("a part after the finish_reason")
+        tag = self._turn_tag or turn_tag(response_id)  # the <turn> of this stream's ids: fixed by its first chunk
         completed: list[ToolCall] = []
         skipped: list[SkippedItem] = []
-        for number, part in enumerate(parts, start=len(self._parts)):
+        for number, part in enumerate(parts, start=len(self._parts)):  # read it all before taking any of it
             function_call = field(part, "function_call")
             if function_call is not None:
-                completed.append(_call(function_call, len(self._calls) + len(completed), self._turn_tag))
+                completed.append(_call(function_call, len(self._calls) + len(completed), tag))
             else:
                 kind, reason = _skip_reason(part)
                 skipped.append(SkippedItem(number, kind, reason))
+        self._turn_tag = tag
+        self._response_id = self._response_id or response_id
+        if parts and self._turn.ended:
+            self._turn.out_of_order("a part after the finish_reason")
         self._calls += completed
         self._skipped += skipped
         self._parts += echoed

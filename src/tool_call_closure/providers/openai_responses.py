@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
@@ -152,6 +152,54 @@ def _event_text(event: object, key: str) -> str | None:
     return text_or_none(field(event, key), f"ResponsesStream.add: the event's {key}")
 
 
+class _Event(NamedTuple):
+    """One stream event as read, before anything is taken from it."""
+
+    kind: str
+    sequence: int | None
+    response_id: str | None  # the response a response.* event names
+    stop: str | None  # its stop reason (incomplete_details.reason, or its status)
+    key: str  # the item it is about: its id (fc_…), or "#<output_index>"
+    output_index: int
+    item: object  # the item an output_item event carries
+    item_kind: str
+    call_id: object
+    name: object
+    piece: str | None  # an arguments delta, or the whole arguments text
+    problem: str | None  # an arguments fragment that is not text
+    call: ToolCall | None  # the call an output_item.done completes
+
+
+def _read_event(event: object) -> _Event:
+    kind = _event_text(event, "type") or ""
+    sequence = int_or_none(field(event, "sequence_number"), "ResponsesStream.add: the event's sequence_number")
+    response = field(event, "response")
+    item = field(event, "item")
+    output_index = integer(field(event, "output_index"))
+    key = text(field(item, "id")) or _event_text(event, "item_id") or f"#{output_index}"
+    raw = field(event, "delta" if kind.endswith(".delta") else "arguments")
+    problem = (
+        f"an arguments fragment is {described(raw)}, not JSON text" if raw is not None and text(raw) is None else None
+    )
+    item_kind = text(field(item, "type")) or ""
+    call = _call(item) if kind == "response.output_item.done" and item_kind == "function_call" else None
+    return _Event(
+        kind,
+        sequence,
+        text(field(response, "id")),
+        _stop_of(response),
+        key,
+        output_index or 0,
+        item,
+        item_kind,
+        field(item, "call_id"),
+        field(item, "name"),
+        text(raw),
+        problem,
+        call,
+    )
+
+
 class ResponsesStream:
     """Accumulates Responses stream events (SDK objects or dicts) into calls.
 
@@ -173,65 +221,59 @@ class ResponsesStream:
         """Take one event; returns the call it completed, if any.
 
         An event whose fields have the wrong types raises :class:`.UsageError`
-        and is not taken.
+        and is not taken: every field is read before anything is taken.
         """
         refuse_foreign_event(event, "openai_responses", "ResponsesStream.add")
-        kind = _event_text(event, "type")
-        sequence = int_or_none(field(event, "sequence_number"), "ResponsesStream.add: the event's sequence_number")
-        response_id = text(field(field(event, "response"), "id"))
-        item = field(event, "item")
-        key = text(field(item, "id")) or _event_text(event, "item_id") or f"#{integer(field(event, 'output_index'))}"
-        if sequence is not None:
-            if sequence <= self._sequence:
-                self._turn.out_of_order(f"sequence_number {sequence} after {self._sequence}")
-            self._sequence = max(self._sequence, sequence)
-        if response_id and self._id is not None and response_id != self._id:
+        read = _read_event(event)
+        if read.sequence is not None:
+            if read.sequence <= self._sequence:
+                self._turn.out_of_order(f"sequence_number {read.sequence} after {self._sequence}")
+            self._sequence = max(self._sequence, read.sequence)
+        if read.response_id and self._id is not None and read.response_id != self._id:
             # Only the response events name the response: the other response's item events cannot be told
             # apart from this one's, so the stream is out of order (a refusal of this event alone would let them in).
-            self._turn.out_of_order(f"an event of another response ({response_id[:80]!r})")
-        self._id = self._id or response_id or None
-        if self._turn.ended and kind not in _ENDS:
-            self._turn.out_of_order(f"a {kind} event after the response ended")
-        return self._take(event, kind or "", key, item)
+            self._turn.out_of_order(f"an event of another response ({read.response_id[:80]!r})")
+        self._id = self._id or read.response_id or None
+        if self._turn.ended and read.kind not in _ENDS:
+            self._turn.out_of_order(f"a {read.kind} event after the response ended")
+        return self._take(read)
 
-    def _take(self, event: object, kind: str, key: str, item: object) -> tuple[ToolCall, ...]:
+    def _take(self, read: _Event) -> tuple[ToolCall, ...]:
+        kind, key = read.kind, read.key
         found = self._by_key.get(key)
         if kind == "response.output_item.added":
             if found is not None:
                 self._turn.out_of_order(f"item {key[:80]!r} added twice")
                 return ()
-            item_kind = text(field(item, "type")) or ""
-            entry = _Item(item_kind, field(item, "call_id"), field(item, "name"))
+            entry = _Item(read.item_kind, read.call_id, read.name)
             self._by_key[key] = entry
             self._order.append(entry)
-            if item_kind != "function_call":
-                index = integer(field(event, "output_index")) or 0
-                self._skipped.append(SkippedItem(index, item_kind, _skip_reason(item_kind)))
+            if read.item_kind != "function_call":
+                self._skipped.append(SkippedItem(read.output_index, read.item_kind, _skip_reason(read.item_kind)))
         elif kind in ("response.function_call_arguments.delta", "response.function_call_arguments.done"):
             if found is None or found.done is not None:
                 self._turn.out_of_order(
                     f"a {kind} event for item {key[:80]!r}, " + ("done" if found else "never added")
                 )
                 return ()
-            piece = field(event, "delta" if kind.endswith("delta") else "arguments")
-            if piece is not None and text(piece) is None:
-                found.problem = found.problem or f"an arguments fragment is {described(piece)}, not JSON text"
-            elif kind.endswith("done") and piece is not None:
-                found.arguments = [text(piece) or ""]  # the complete text is authoritative
-            elif piece:
-                found.arguments.append(text(piece) or "")
+            if read.problem is not None:
+                found.problem = found.problem or read.problem
+            elif kind.endswith("done") and read.piece is not None:
+                found.arguments = [read.piece]  # the complete text is authoritative
+            elif read.piece:
+                found.arguments.append(read.piece)
         elif kind == "response.output_item.done":
             if found is None or found.done is not None:
                 self._turn.out_of_order(f"item {key[:80]!r} done " + ("twice" if found else "but never added"))
                 return ()
-            found.done = item
-            if text(field(item, "type")) == "function_call":
-                found.call = _call(item, found.problem)
+            found.done = read.item
+            if read.call is not None:
+                found.call = read.call if found.problem is None else read.call.with_problem(found.problem)
                 return (found.call,)
         elif kind in ("response.completed", "response.incomplete"):
-            self._turn.end(_stop_of(field(event, "response")))
+            self._turn.end(read.stop)
         elif kind == "response.failed":
-            self._turn.stop_reason = self._turn.stop_reason or _stop_of(field(event, "response")) or "failed"
+            self._turn.stop_reason = self._turn.stop_reason or read.stop or "failed"
         return ()
 
     def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
