@@ -788,6 +788,72 @@ def _chat_chunk(fragment: dict[str, Any], finish: str | None = None) -> dict[str
     return {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [fragment]}, "finish_reason": finish}]}
 
 
+class _ItemWhoseTypeRaises:
+    """A Responses item whose id reads and whose type raises (a property that fails)."""
+
+    id = "fc_1"
+
+    @property
+    def type(self) -> str:
+        raise RuntimeError("type")
+
+
+_OK_TEXT = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}}
+# (a valid prefix, an event refused with UsageError, an event that must then be taken as if the refused one never came)
+REFUSED: dict[str, tuple[list[Any], Any, Any]] = {
+    "openai_chat": (
+        [_chat_chunk({"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}})],
+        _chat_chunk({"index": [0], "function": {"arguments": "x"}}),
+        _chat_chunk({"index": 0, "function": {"arguments": ""}}, finish="tool_calls"),
+    ),
+    "openai_responses": (
+        [{"type": "response.created", "sequence_number": 2, "response": {"id": "resp_1"}}],
+        {"type": "response.output_item.added", "sequence_number": 3, "output_index": 0, "item": _ItemWhoseTypeRaises()},
+        {"type": "response.completed", "sequence_number": 3, "response": {"id": "resp_1", "status": "completed"}},
+    ),
+    "anthropic": (
+        [
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        ],
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": {"not": "text"}}},
+        {"type": "message_stop"},
+    ),
+    "gemini": (
+        [],
+        {"response_id": "r1", "candidates": [{"content": {"role": "model", "parts": [RaisingMapping()]}}]},
+        {
+            "response_id": "r2",
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}, "finish_reason": "STOP"}],
+        },
+    ),
+    "bedrock": (
+        [{"messageStart": {"role": "assistant"}}],
+        {"contentBlockDelta": {"delta": {"text": {"not": "text"}}, "contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "end_turn"}},
+    ),
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_refused_event_changes_nothing(provider: str) -> None:
+    """``add`` reads the whole event before it takes any of it: a refused event leaves no trace (no block opened,
+    no sequence number or response id taken, no event counted after the end), so the next event is taken as if
+    the refused one never came."""
+    prefix, refused, following = REFUSED[provider]
+    stream = STREAMS[provider]()
+    for event in prefix:
+        stream.add(event)
+    before = stream.finish(unfinished="run_complete")
+    with pytest.raises(UsageError):
+        stream.add(refused)
+    assert stream.finish(unfinished="run_complete") == before
+    stream.add(following)  # the events out of order or of another response only if the refused one was taken
+    assert stream.finish(unfinished="run_complete").unfinished is None or provider == "gemini"
+    if provider == "gemini":  # r1's chunk was refused: r2 is the stream's response, and its turn finished
+        assert stream.finish().unfinished is None
+
+
 FOREIGN = [(owner, reader) for owner in PROVIDERS for reader in PROVIDERS if owner != reader]
 
 
