@@ -21,9 +21,15 @@ Gemini              ``POST /v1/models/M:generateContent``  ``genai.Client(http_o
 Bedrock Converse    ``POST /model/M/converse``             ``boto3.client(endpoint_url=…)``
 ==================  =====================================  ===============================
 
-Chat, Responses and Anthropic also stream (``"stream": true``), so a scripted
-turn can end truncated: the last call's arguments cut in half and the stop
-reason ``length`` / ``max_output_tokens`` / ``max_tokens``.
+Every API also streams: Chat, Responses and Anthropic on ``"stream": true``
+(server-sent events), Gemini on ``:streamGenerateContent?alt=sse``, Bedrock
+on ``/converse-stream`` (AWS's binary event-stream framing, each message
+with its CRCs, what boto3 decodes).  A scripted turn can end truncated (the
+last call's arguments cut in half and the stop reason ``length`` /
+``max_output_tokens`` / ``max_tokens``), or be *cut*: ``Turn.cut_after``
+events are sent and the connection closes without the end of the chunked
+body, the way a dropped connection looks to the client.  A turn's
+``preamble`` is text the model says before its calls.
 
 Messages not in providers.md (the stub's own wording, marked ``STUB:``):
 a duplicate Responses output or Anthropic result for one id, a missing
@@ -37,7 +43,9 @@ the answer it got, so a test can say which one was refused and why.
 from __future__ import annotations
 
 import json
+import struct
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,11 +65,13 @@ class Call:
 
 @dataclass(frozen=True)
 class Turn:
-    """One scripted model turn: tool calls (optionally truncated in a stream), or a final text."""
+    """One scripted model turn: tool calls (optionally truncated or cut in a stream), or a final text."""
 
     calls: tuple[Call, ...] = ()
     text: str = "Done."
     truncate_last: bool = False
+    preamble: str = ""  # text before the calls, in the same turn
+    cut_after: int | None = None  # in a stream: the number of events sent before the connection drops
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,14 @@ class Recorded:
     body: Any
     status: int
     error: str | None
+
+
+@dataclass(frozen=True)
+class _Streamed:
+    """A streamed answer: its events (or, for Bedrock, its binary frames) and the turn they play."""
+
+    turn: Turn
+    events: Iterator[Any]
 
 
 class StubRefusalError(Exception):
@@ -218,9 +236,14 @@ def check_gemini(contents: list[dict[str, Any]]) -> None:
 
 
 def check_bedrock(messages: list[dict[str, Any]]) -> None:
-    """Bedrock Converse: the next user turn answers the previous turn's ``toolUse`` blocks, no more."""
+    """Bedrock Converse: roles alternate; the next user turn answers the previous turn's ``toolUse`` blocks, no more."""
     uses: list[str] = []
     for index, message in enumerate(messages):
+        if index > 0 and message.get("role") == messages[index - 1].get("role"):  # STUB: not in providers.md
+            raise StubRefusalError(
+                "A conversation must alternate between user and assistant roles. Make sure the conversation "
+                "alternates between user and assistant roles and try again."
+            )
         blocks = message.get("content") or []
         if message.get("role") == "user":
             results = [b["toolResult"] for b in blocks if "toolResult" in b]
@@ -341,8 +364,10 @@ class _Handler(BaseHTTPRequestHandler):
             stub.requests.append(Recorded(provider, path, body, 200, None))
         if isinstance(answer, dict):
             self._send_json(200, answer)
+        elif provider == "bedrock":
+            self._send_chunked("application/vnd.amazon.eventstream", answer.events, answer.turn.cut_after)
         else:
-            self._send_events(answer)
+            self._send_events(answer.events, answer.turn.cut_after)
 
     def _record_and_send(
         self, provider: str, path: str, body: Any, status: int, error: str, payload: dict[str, Any]
@@ -362,24 +387,35 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_events(self, events: Iterator[tuple[str | None, dict[str, Any] | str]]) -> None:
+    def _send_events(self, events: Iterator[tuple[str | None, dict[str, Any] | str]], cut_after: int | None) -> None:
+        """Server-sent events in a chunked body; cut after ``cut_after`` events (no end of body), if given."""
+        self._send_chunked("text/event-stream", (_sse(name, data) for name, data in events), cut_after)
+
+    def _send_chunked(self, content_type: str, frames: Iterator[bytes], cut_after: int | None) -> None:
+        self.protocol_version = "HTTP/1.1"  # chunked transfer needs 1.1 (the JSON answers stay 1.0)
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", content_type)
+        self.send_header("transfer-encoding", "chunked")
         self.send_header("connection", "close")
         self.end_headers()
-        for name, data in events:
-            text = data if isinstance(data, str) else json.dumps(data)
-            frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
-            self.wfile.write(frame.encode())
+        for sent, frame in enumerate(frames):
+            if cut_after is not None and sent >= cut_after:
+                break
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            self.wfile.flush()
+        else:
+            self.wfile.write(b"0\r\n\r\n")  # the end of the body: only a stream that was not cut has it
         self.wfile.flush()
         self.close_connection = True
 
-    def _answer(self, provider: str, path: str, body: dict[str, Any]) -> dict[str, Any] | Iterator[Any]:
+    def _answer(self, provider: str, path: str, body: dict[str, Any]) -> dict[str, Any] | _Streamed:
         stub = self.owner
         if provider == "openai_chat":
             check_chat(body["messages"])
             turn = stub._next_turn(provider)
-            return _chat_stream(stub, body, turn) if body.get("stream") else _chat_body(stub, body, turn)
+            return (
+                _Streamed(turn, _chat_stream(stub, body, turn)) if body.get("stream") else _chat_body(stub, body, turn)
+            )
         if provider == "openai_responses":
             conversation = _responses_input(stub, body)
             check_responses(conversation)
@@ -389,18 +425,25 @@ class _Handler(BaseHTTPRequestHandler):
             with stub._lock:
                 stub._responses[response_id] = conversation + output
             if body.get("stream"):
-                return _responses_stream(body, turn, response_id, output)
+                return _Streamed(turn, _responses_stream(body, turn, response_id, output))
             return _responses_body(body, turn, response_id, output)
         if provider == "anthropic":
             check_anthropic(body["messages"])
             turn = stub._next_turn(provider)
-            return _anthropic_stream(stub, body, turn) if body.get("stream") else _anthropic_body(stub, body, turn)
+            if body.get("stream"):
+                return _Streamed(turn, _anthropic_stream(stub, body, turn))
+            return _anthropic_body(stub, body, turn)
         if provider == "gemini":
             check_gemini(body["contents"])
-            return _gemini_body(stub._next_turn(provider))
+            turn = stub._next_turn(provider)
+            response_id = stub._next_id("gresp")
+            if ":stream" in path:
+                return _Streamed(turn, _gemini_stream(turn, response_id))
+            return _gemini_body(turn, response_id)
         if provider == "bedrock":
             check_bedrock(body["messages"])
-            return _bedrock_body(stub._next_turn(provider))
+            turn = stub._next_turn(provider)
+            return _Streamed(turn, _bedrock_stream(turn)) if path.endswith("/converse-stream") else _bedrock_body(turn)
         raise StubRefusalError(f"the stub does not serve {path}", 404)
 
 
@@ -411,9 +454,9 @@ def _provider_of(path: str) -> str:
         return "openai_responses"
     if path.endswith("/messages"):
         return "anthropic"
-    if ":generateContent" in path:
+    if ":generateContent" in path or ":streamGenerateContent" in path:
         return "gemini"
-    if path.endswith("/converse"):
+    if path.endswith(("/converse", "/converse-stream")):
         return "bedrock"
     return "unknown"
 
@@ -430,6 +473,11 @@ def _error_body(provider: str, refusal: StubRefusalError) -> dict[str, Any]:
     return {"message": refusal.message}
 
 
+def _sse(name: str | None, data: dict[str, Any] | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data)
+    return ((f"event: {name}\n" if name else "") + f"data: {text}\n\n").encode()
+
+
 def _halves(text: str) -> tuple[str, str]:
     middle = max(1, len(text) // 2)
     return text[:middle], text[middle:]
@@ -439,7 +487,8 @@ def _halves(text: str) -> tuple[str, str]:
 
 
 def _chat_body(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": None if turn.calls else turn.text, "refusal": None}
+    content = (turn.preamble or None) if turn.calls else turn.text
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if turn.calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in turn.calls
@@ -469,7 +518,7 @@ def _chat_stream(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> Iterat
             "choices": [choice],
         }
 
-    yield chunk({"role": "assistant", "content": None if turn.calls else turn.text})
+    yield chunk({"role": "assistant", "content": (turn.preamble or None) if turn.calls else turn.text})
     for index, call in enumerate(turn.calls):
         first, second = _halves(call.arguments)
         truncated = turn.truncate_last and index == len(turn.calls) - 1
@@ -508,19 +557,22 @@ def _responses_input(stub: ProviderStub, body: dict[str, Any]) -> list[dict[str,
     return earlier + items
 
 
+def _responses_message(stub: ProviderStub, text: str) -> dict[str, Any]:
+    content = {"type": "output_text", "text": text, "annotations": []}
+    return {
+        "type": "message",
+        "id": stub._next_id("msg_"),
+        "role": "assistant",
+        "status": "completed",
+        "content": [content],
+    }
+
+
 def _responses_output(stub: ProviderStub, turn: Turn) -> list[dict[str, Any]]:
     if not turn.calls:
-        text = {"type": "output_text", "text": turn.text, "annotations": []}
-        return [
-            {
-                "type": "message",
-                "id": stub._next_id("msg_"),
-                "role": "assistant",
-                "status": "completed",
-                "content": [text],
-            }
-        ]
-    return [
+        return [_responses_message(stub, turn.text)]
+    preamble = [_responses_message(stub, turn.preamble)] if turn.preamble else []
+    return preamble + [
         {
             "type": "function_call",
             "id": stub._next_id("fc_"),
@@ -615,14 +667,27 @@ def _anthropic_message(
 def _anthropic_body(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> dict[str, Any]:
     if not turn.calls:
         return _anthropic_message(stub, body, [{"type": "text", "text": turn.text}], "end_turn")
-    content = [{"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments)} for c in turn.calls]
+    content: list[dict[str, Any]] = [{"type": "text", "text": turn.preamble}] if turn.preamble else []
+    content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments)} for c in turn.calls]
     return _anthropic_message(stub, body, content, "tool_use")
+
+
+def _anthropic_text(index: int, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    block = {"type": "text", "text": ""}
+    yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+    delta = {"type": "text_delta", "text": text}
+    yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}
 
 
 def _anthropic_stream(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "message_start", {"type": "message_start", "message": _anthropic_message(stub, body, [], None)}
-    for index, call in enumerate(turn.calls):
-        truncated = turn.truncate_last and index == len(turn.calls) - 1
+    if not turn.calls or turn.preamble:
+        yield from _anthropic_text(0, turn.preamble if turn.calls else turn.text)
+    first_index = 1 if turn.preamble else 0
+    for position, call in enumerate(turn.calls):
+        index = first_index + position
+        truncated = turn.truncate_last and position == len(turn.calls) - 1
         block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
         first, second = _halves(call.arguments)
@@ -631,16 +696,6 @@ def _anthropic_stream(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> I
             yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         if not truncated:
             yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    if not turn.calls:
-        yield (
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        )
-        yield (
-            "content_block_delta",
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": turn.text}},
-        )
-        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
     stop = "max_tokens" if turn.truncate_last else ("tool_use" if turn.calls else "end_turn")
     yield (
         "message_delta",
@@ -649,11 +704,12 @@ def _anthropic_stream(stub: ProviderStub, body: dict[str, Any], turn: Turn) -> I
     yield "message_stop", {"type": "message_stop"}
 
 
-# Gemini and Bedrock
+# Gemini
 
 
-def _gemini_body(turn: Turn) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
+def _gemini_parts(turn: Turn) -> list[dict[str, Any]]:
+    """The model's parts: the preamble or the final text, and one functionCall part per call."""
+    parts: list[dict[str, Any]] = [{"text": turn.preamble}] if turn.calls and turn.preamble else []
     for call in turn.calls:
         function_call: dict[str, Any] = {"name": call.name, "args": json.loads(call.arguments)}
         if call.id is not None:
@@ -661,16 +717,39 @@ def _gemini_body(turn: Turn) -> dict[str, Any]:
         parts.append({"functionCall": function_call})
     if not turn.calls:
         parts.append({"text": turn.text})
+    return parts
+
+
+def _gemini_response(parts: list[dict[str, Any]], response_id: str, finish: str | None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
     return {
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "candidates": [candidate],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
         "modelVersion": "stub",
+        "responseId": response_id,
     }
 
 
+def _gemini_body(turn: Turn, response_id: str) -> dict[str, Any]:
+    return _gemini_response(_gemini_parts(turn), response_id, "STOP")
+
+
+def _gemini_stream(turn: Turn, response_id: str) -> Iterator[tuple[None, dict[str, Any]]]:
+    """One chunk per part (parallel calls arrive in separate chunks); the last one carries the finishReason."""
+    parts = _gemini_parts(turn)
+    for number, part in enumerate(parts):
+        yield None, _gemini_response([part], response_id, "STOP" if number == len(parts) - 1 else None)
+
+
+# Bedrock
+
+
 def _bedrock_body(turn: Turn) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"text": turn.preamble}] if turn.calls and turn.preamble else []
     if turn.calls:
-        content: list[dict[str, Any]] = [
+        content += [
             {"toolUse": {"toolUseId": c.id, "name": c.name, "input": json.loads(c.arguments)}} for c in turn.calls
         ]
     else:
@@ -681,3 +760,51 @@ def _bedrock_body(turn: Turn) -> dict[str, Any]:
         "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
         "metrics": {"latencyMs": 1},
     }
+
+
+def _bedrock_events(turn: Turn) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The ``converse_stream`` events of a turn: (event type, payload)."""
+    yield "messageStart", {"role": "assistant"}
+    text = turn.preamble if turn.calls else turn.text
+    first_index = 0
+    if text:
+        yield "contentBlockDelta", {"delta": {"text": text}, "contentBlockIndex": 0}
+        yield "contentBlockStop", {"contentBlockIndex": 0}
+        first_index = 1
+    for position, call in enumerate(turn.calls):
+        index = first_index + position
+        truncated = turn.truncate_last and position == len(turn.calls) - 1
+        start = {"toolUse": {"toolUseId": call.id, "name": call.name}}
+        yield "contentBlockStart", {"start": start, "contentBlockIndex": index}
+        first, second = _halves(call.arguments)
+        for piece in (first,) if truncated else (first, second):
+            yield "contentBlockDelta", {"delta": {"toolUse": {"input": piece}}, "contentBlockIndex": index}
+        if not truncated:
+            yield "contentBlockStop", {"contentBlockIndex": index}
+    stop = "max_tokens" if turn.truncate_last else ("tool_use" if turn.calls else "end_turn")
+    yield "messageStop", {"stopReason": stop}
+    yield "metadata", {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}
+
+
+def _bedrock_stream(turn: Turn) -> Iterator[bytes]:
+    for kind, payload in _bedrock_events(turn):
+        yield _event_message(kind, payload)
+
+
+def _event_message(event_type: str, payload: dict[str, Any]) -> bytes:
+    """One message of AWS's binary event stream (``application/vnd.amazon.eventstream``), as boto3 decodes it.
+
+    prelude (total length, headers length, CRC32 of those 8 bytes), headers
+    (name length, name, type 7 = string, value length, value), payload, and
+    the CRC32 of everything before it; integers big-endian.
+    """
+    headers = b""
+    for name, value in ((":event-type", event_type), (":content-type", "application/json"), (":message-type", "event")):
+        encoded = value.encode()
+        headers += bytes([len(name)]) + name.encode() + b"\x07" + struct.pack("!H", len(encoded)) + encoded
+    body = json.dumps(payload).encode()
+    total = 12 + len(headers) + len(body) + 4
+    prelude = struct.pack("!II", total, len(headers))
+    prelude += struct.pack("!I", zlib.crc32(prelude))
+    message = prelude + headers + body
+    return message + struct.pack("!I", zlib.crc32(message))

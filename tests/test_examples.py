@@ -17,6 +17,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 LOOPS = ["openai_chat_loop", "openai_responses_loop", "anthropic_loop", "gemini_loop", "bedrock_loop"]
+STREAMING = [
+    "streaming_openai_chat",
+    "streaming_openai_responses",
+    "streaming_anthropic",
+    "streaming_gemini",
+    "streaming_bedrock",
+]
+# What a dropped connection raises out of each SDK's stream (found in the SDKs' source and against the stub).
+CUT_EXCEPTIONS = {
+    "streaming_openai_chat": "APIConnectionError",
+    "streaming_openai_responses": "APIConnectionError",
+    "streaming_anthropic": "RemoteProtocolError",
+    "streaming_gemini": "RemoteProtocolError",
+    "streaming_bedrock": "ProtocolError",
+}
 MYPY = Path(sys.executable).with_name("mypy")
 
 
@@ -35,8 +50,31 @@ def test_the_example_loop_runs_offline_and_every_call_is_answered_once(name: str
     assert "rain" not in done.stdout  # the slow tool's real result came too late and was never sent
 
 
+@pytest.mark.parametrize("name", STREAMING)
+def test_the_streaming_example_answers_every_call_and_runs_none_of_a_cut_turn(name: str) -> None:
+    """Three streamed turns: two calls (one answers, one times out); a turn whose connection drops while its
+    second call streams (every call of it answered with an error, none run); the final text.  The stub refuses
+    any request whose calls are not each answered once, right after the whole echoed turn."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "It is sunny in Paris; the forecast timed out."
+    cut = lines.index(f"  the stream was cut ({CUT_EXCEPTIONS[name]})")
+    first, second = lines[:cut], lines[cut + 1 : -1]
+    assert len(first) == 2
+    assert "temperatureC" in first[0]
+    assert "tool_timeout" in first[1]
+    assert len(second) == (1 if name == "streaming_gemini" else 2)  # Gemini's second call never arrived
+    assert all("invalid_tool_call" in line and "temperatureC" not in line for line in second)  # none ran
+    assert "the stream ended before the turn was finished" in second[0]
+    assert "rain" not in done.stdout
+
+
 def test_every_example_directory_entry_is_run_by_a_test() -> None:
     assert sorted(p.stem for p in EXAMPLES.glob("*_loop.py")) == sorted(LOOPS)
+    assert sorted(p.stem for p in EXAMPLES.glob("streaming_*.py")) == sorted(STREAMING)
 
 
 def test_the_examples_pass_mypy_strict() -> None:

@@ -90,6 +90,7 @@ MESSAGE: dict[str, Any] = {
 }
 
 GEMINI: dict[str, Any] = {
+    "response_id": "g-Resp_1",
     "candidates": [
         {
             "finish_reason": "STOP",
@@ -103,7 +104,7 @@ GEMINI: dict[str, Any] = {
                 ],
             },
         }
-    ]
+    ],
 }
 
 CONVERSE: dict[str, Any] = {
@@ -207,20 +208,56 @@ def test_anthropic_max_tokens_inside_the_last_tool_use() -> None:
 def test_gemini_calls_without_ids_get_positional_ids(source: object) -> None:
     ingested = gemini.ingest(source)
     assert [(c.id, c.name, c.arguments) for c in ingested.calls] == [
-        ("tcc_gemini_0", "weather", {"city": "Oslo"}),
+        ("tcc_gemini_g-Resp_1_0", "weather", {"city": "Oslo"}),
         ("real-7", "time", {}),
-        ("tcc_gemini_2", "weather", {"city": "Rome"}),
+        ("tcc_gemini_g-Resp_1_2", "weather", {"city": "Rome"}),
     ]
     assert [(s.index, s.type) for s in ingested.skipped] == [(0, "thought")]
     assert ingested.stop_reason == "STOP"
-    assert gemini.ingest(source) == ingested  # deterministic
+    assert gemini.ingest(source) == ingested  # deterministic: the response id names the turn
 
 
 def test_gemini_synthetic_ids_are_recognised_exactly() -> None:
-    assert gemini.is_synthetic_id("tcc_gemini_0")
+    assert gemini.is_synthetic_id("tcc_gemini_0")  # the form of earlier versions
     assert gemini.is_synthetic_id("tcc_gemini_12")
+    assert gemini.is_synthetic_id("tcc_gemini_g-Resp_1_0")
+    assert gemini.is_synthetic_id("tcc_gemini_local3_12")
+    assert gemini.is_synthetic_id(gemini.synthetic_id(4, gemini.turn_tag("x" * 65)))
     assert not gemini.is_synthetic_id("tcc_gemini_01")
+    assert not gemini.is_synthetic_id("tcc_gemini_a_01")
     assert not gemini.is_synthetic_id("x_tcc_gemini_1")
+    assert not gemini.is_synthetic_id("tcc_gemini_" + "a" * 65 + "_1")
+
+
+def _gemini_turn(response_id: str | None) -> dict[str, Any]:
+    turn: dict[str, Any] = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"function_call": {"name": "now", "args": {}}}]},
+                "finish_reason": "STOP",
+            }
+        ]
+    }
+    if response_id is not None:
+        turn["response_id"] = response_id
+    return turn
+
+
+def test_item18_gemini_generated_ids_differ_from_turn_to_turn() -> None:
+    """Issue 18: every turn's first id-less call was ``tcc_gemini_0``, so a late result or a log line could not say
+    which turn it belonged to.  The id names the turn: the response id, or a counter when there is none."""
+    by_response = [gemini.ingest(_gemini_turn(rid)).calls[0].id for rid in ("r1", "r2", "r1")]
+    assert by_response == ["tcc_gemini_r1_0", "tcc_gemini_r2_0", "tcc_gemini_r1_0"]  # the same response: the same id
+    without = [gemini.ingest(_gemini_turn(None)).calls[0].id for _ in range(3)]
+    assert len(set(without)) == 3
+    assert all(gemini.is_synthetic_id(i) and i.startswith("tcc_gemini_local") for i in without)
+    odd = gemini.ingest(_gemini_turn("id with spaces/" + "é" * 80)).calls[0].id
+    assert odd == gemini.ingest(_gemini_turn("id with spaces/" + "é" * 80)).calls[0].id
+    assert gemini.is_synthetic_id(odd)
+    assert len(odd.encode()) <= 64  # well within the closure's 512-byte id limit
+    streamed = [gemini.GeminiStream() for _ in range(2)]
+    ids = [stream.add(_gemini_turn(None))[0].id for stream in streamed]
+    assert ids[0] != ids[1]
 
 
 @pytest.mark.parametrize("source", [CONVERSE, CONVERSE["output"]["message"], CONVERSE["output"]["message"]["content"]])

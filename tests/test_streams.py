@@ -16,7 +16,7 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+from tool_call_closure.providers import UnfinishedPolicy, anthropic, bedrock, gemini, openai_chat, openai_responses
 
 
 def _chunk(*tool_calls: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -40,11 +40,13 @@ def _fragment(index: int | None, call_id: str | None = None, name: str | None = 
     return fragment
 
 
-def _feed_chat(chunks: list[dict[str, Any]], *, sdk: bool) -> list[tuple[str, str, Any, str | None]]:
+def _feed_chat(
+    chunks: list[dict[str, Any]], *, sdk: bool, unfinished: UnfinishedPolicy = "answer"
+) -> list[tuple[str, str, Any, str | None]]:
     stream = openai_chat.ChatStream()
     for chunk in chunks:
         assert stream.add(ChatCompletionChunk.model_validate(chunk) if sdk else chunk) == ()
-    return [(c.id, c.name, c.arguments, c.problem) for c in stream.finish().calls]
+    return [(c.id, c.name, c.arguments, c.problem) for c in stream.finish(unfinished=unfinished).calls]
 
 
 @pytest.mark.parametrize("sdk", [False, True], ids=["dict", "sdk"])
@@ -117,9 +119,13 @@ def test_chat_length_truncates_the_last_call_and_a_cut_stream_too() -> None:
     assert truncated[0] == ("call_a", "weather", {}, None)
     assert truncated[1][2] is None
     assert "length" in str(truncated[1][3])
-    cut = _feed_chat(head, sdk=False)
-    assert cut[0] == ("call_a", "weather", {}, None)
+    cut = _feed_chat(head, sdk=False)  # no finish_reason: the turn never finished, so no call runs
+    assert [(c[0], c[2]) for c in cut] == [("call_a", None), ("call_b", None)]
+    assert "the stream ended before the turn was finished (no finish_reason)" in str(cut[0][3])
     assert "no finish_reason" in str(cut[1][3])
+    opted = _feed_chat(head, sdk=False, unfinished="run_complete")  # the explicit opt-in runs the complete call
+    assert opted[0] == ("call_a", "weather", {}, None)
+    assert "no finish_reason" in str(opted[1][3])
 
 
 def _responses_events() -> list[dict[str, Any]]:
@@ -182,7 +188,9 @@ def test_responses_deltas_map_through_item_id_to_call_id(sdk: bool) -> None:
         call for event in _responses_events() for call in stream.add(adapter.validate_python(event) if sdk else event)
     ]
     assert [(c.id, c.arguments) for c in completed] == [("call_1", {"city": "Oslo"})]
-    ingested = stream.finish()
+    assert stream.finish().runnable == ()  # no response.completed: the turn never finished, no call runs
+    assert stream.finish().unfinished == ("the stream ended before the turn was finished (no response.completed)")
+    ingested = stream.finish(unfinished="run_complete")
     assert [c.id for c in ingested.calls] == ["call_1", "call_2"]
     assert ingested.calls[0] is completed[0]
     assert ingested.calls[1].problem is not None
@@ -275,15 +283,16 @@ def test_bedrock_content_block_deltas() -> None:
 
 
 def test_gemini_parallel_calls_in_separate_chunks_without_ids() -> None:
-    def chunk(*parts: dict[str, Any]) -> dict[str, Any]:
-        return {"candidates": [{"content": {"role": "model", "parts": list(parts)}}]}
+    def chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        candidate = {"content": {"role": "model", "parts": list(parts)}, "finish_reason": finish}
+        return {"response_id": "r7", "candidates": [candidate]}
 
     stream = gemini.GeminiStream()
     first = stream.add(chunk({"text": "ok"}, {"function_call": {"name": "weather", "args": {"city": "Oslo"}}}))
-    second = stream.add(chunk({"function_call": {"name": "weather", "args": {"city": "Rome"}}}))
+    second = stream.add(chunk({"function_call": {"name": "weather", "args": {"city": "Rome"}}}, finish="STOP"))
     assert [(c.id, c.arguments) for c in first + second] == [
-        ("tcc_gemini_0", {"city": "Oslo"}),
-        ("tcc_gemini_1", {"city": "Rome"}),
+        ("tcc_gemini_r7_0", {"city": "Oslo"}),
+        ("tcc_gemini_r7_1", {"city": "Rome"}),
     ]
     assert stream.finish().calls == first + second
 
@@ -293,19 +302,21 @@ def test_gemini_stream_of_sdk_chunks_with_finish_reason() -> None:
 
     chunks = [
         {
+            "response_id": "r8",
             "candidates": [
                 {"content": {"role": "model", "parts": [{"function_call": {"id": "g1", "name": "a", "args": {}}}]}}
-            ]
+            ],
         },
         {
+            "response_id": "r8",
             "candidates": [
                 {"content": {"role": "model", "parts": [{"function_call": {"name": "b"}}]}, "finish_reason": "STOP"}
-            ]
+            ],
         },
     ]
     stream = gemini.GeminiStream()
     completed = [c for chunk in chunks for c in stream.add(genai.GenerateContentResponse.model_validate(chunk))]
-    assert [(c.id, c.name, c.arguments) for c in completed] == [("g1", "a", {}), ("tcc_gemini_1", "b", {})]
+    assert [(c.id, c.name, c.arguments) for c in completed] == [("g1", "a", {}), ("tcc_gemini_r8_1", "b", {})]
     assert stream.finish().stop_reason == "STOP"
 
 

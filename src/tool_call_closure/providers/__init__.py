@@ -23,8 +23,13 @@ module                    table format            payload item
 
 Every provider module has the same public shape: ``ingest(value) -> Ingested``
 (:mod:`.calls`), a stream accumulator class with ``add(chunk_or_event)`` and
-``finish()``, and ``render_tool_results(snapshot)``.  :mod:`.reading` holds
-the one duck-typing rule and the one JSON-arguments rule they share;
+``finish(unfinished=…)``, and ``render_tool_results(snapshot)``.  What they
+share is written once: :mod:`.reading` holds the one duck-typing rule (safe
+for any value: a reader raises ``UsageError`` or nothing), :mod:`.arguments`
+the one rule for a call's arguments (bounded JSON: a value too deep or too
+large is that call's ``problem``), and :mod:`.streaming` the end of a turn,
+events out of order and the policy for the calls of a turn that never
+finished (:data:`UnfinishedPolicy`: by default answered, not run);
 :mod:`.sdk_types` names the SDKs' parameter types for type checkers only;
 :mod:`.mistral` maps any id to Mistral's 9-character id rule.
 
@@ -45,6 +50,7 @@ from typing import Any, Final
 
 from tool_call_closure.providers import anthropic, bedrock, gemini, mistral, openai_chat, openai_responses
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.streaming import UnfinishedPolicy
 from tool_call_closure.values import CallRecord
 
 __all__ = [
@@ -53,6 +59,7 @@ __all__ = [
     "ProviderRuleError",
     "SkippedItem",
     "ToolCall",
+    "UnfinishedPolicy",
     "anthropic",
     "bedrock",
     "gemini",

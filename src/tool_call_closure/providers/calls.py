@@ -18,8 +18,13 @@ with an explicit error outcome and never execute it.
 
 What ingestion returns is an :class:`Ingested`: the calls, in the order the
 model announced them, and every item it *skipped* (text, reasoning, thinking,
-server-side tools) with the reason, so nothing the model sent is dropped
-silently.
+server-side tools, a call without an id, a second call with an id already
+used) with the reason, so nothing the model sent is dropped silently.  Its
+``unfinished`` says why a streamed turn cannot be taken as whole (the stream
+ended before the provider's end of turn, or its events came out of order);
+``None`` for a whole turn.  Every call of such a turn carries a ``problem``
+(the accumulators' ``finish(unfinished="run_complete")`` keeps the complete
+calls of a cut turn runnable).
 """
 
 from __future__ import annotations
@@ -56,6 +61,12 @@ class ToolCall:
         """True when the call may be executed (it has no ``problem``)."""
         return self.problem is None
 
+    def with_problem(self, problem: str) -> ToolCall:
+        """This call, not to be run: ``problem`` and no ``arguments`` (a call that has a problem keeps its own)."""
+        if self.problem is not None:
+            return self
+        return ToolCall(self.id, self.name, None, self.arguments_json, problem, self.provider)
+
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -81,25 +92,49 @@ class Ingested:
     """Every item that needs no result."""
     stop_reason: str | None = None
     """The provider's stop reason, as it sent it (``None`` when it sent none, e.g. a cut stream)."""
+    unfinished: str | None = None
+    """Why the turn is not known to be whole (a stream cut before its end, events out of order); ``None`` if it is."""
 
     @classmethod
-    def of(cls, calls: Iterable[ToolCall], skipped: Iterable[SkippedItem], stop_reason: str | None) -> Ingested:
-        """The ingested turn; a call that came without an id is moved to ``skipped``.
+    def of(
+        cls,
+        calls: Iterable[ToolCall],
+        skipped: Iterable[SkippedItem],
+        stop_reason: str | None,
+        unfinished: str | None = None,
+    ) -> Ingested:
+        """The ingested turn; a call without an id, or with the id of an earlier call, is moved to ``skipped``.
 
         Without an id there is nothing a result could be paired with (the
         provider issued no call to answer), and ``begin`` would refuse it.
-        Its ``index`` is its position among the calls.
+        Two calls with one id cannot both be answered (one result answers
+        an id): the first stays, with a ``problem`` (which of them the
+        provider meant is unknown, so neither runs), the later ones are
+        skipped.  A skipped call's ``index`` is its position among the calls.
         """
+        listed = list(calls)
+        counts: dict[str, int] = {}
+        for call in listed:
+            counts[call.id] = counts.get(call.id, 0) + 1
         paired: list[ToolCall] = []
         unpaired: list[SkippedItem] = []
-        for position, call in enumerate(calls):
-            if call.id:
-                paired.append(call)
-            else:
+        seen: set[str] = set()
+        for position, call in enumerate(listed):
+            if not call.id:
+                why = f" ({call.problem})" if call.problem else ""
                 unpaired.append(
-                    SkippedItem(position, "call_without_id", f"the provider sent a call to {call.name!r} without an id")
+                    SkippedItem(
+                        position, "call_without_id", f"the provider sent a call to {call.name!r} without an id{why}"
+                    )
                 )
-        return cls(tuple(paired), (*skipped, *unpaired), stop_reason)
+            elif call.id in seen:
+                unpaired.append(SkippedItem(position, "duplicate_call_id", f"an earlier call has the id {call.id!r}"))
+            else:
+                seen.add(call.id)
+                if counts[call.id] > 1:
+                    call = call.with_problem(f"the provider sent {counts[call.id]} calls with this id")
+                paired.append(call)
+        return cls(tuple(paired), (*skipped, *unpaired), stop_reason, unfinished)
 
     @property
     def runnable(self) -> tuple[ToolCall, ...]:

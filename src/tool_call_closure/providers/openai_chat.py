@@ -3,9 +3,11 @@
 Theory of operation
 -------------------
 *Ingestion* (:func:`ingest`) reads a ``ChatCompletion``, one of its choices, its
-``message``, or the ``tool_calls`` list — SDK objects or plain dicts — and
-pairs on each call's ``id``.  Function-tool arguments are JSON text; custom-tool
-input is free text and is carried as is.
+``message``, or the ``tool_calls`` list — SDK objects or dicts — and
+pairs on each call's ``id``.  Function-tool arguments are JSON text
+(:mod:`.arguments`: an object sent where the text belongs, or text nested
+too deep, is that call's ``problem``); custom-tool input is free text and
+is carried as is.
 
 *Streaming* (:class:`ChatStream`) groups ``ChoiceDeltaToolCall`` fragments into
 calls.  The documented rule is "group by ``index``; ``id`` and ``name`` arrive
@@ -21,10 +23,22 @@ index continues the most recent call.
 * no index at all (Gemini's OpenAI-compatible endpoint) — each call arrives
   with its id, so it starts a new call; id-less fragments continue the last one.
 
-A call whose arguments are not valid JSON at the end of the stream, and the
-last call when the stream stopped on ``finish_reason: "length"`` or never
-sent a ``finish_reason`` (a cut stream), carry a ``problem``: they are
-announced and answered with an error, never executed.
+Every chunk carries the completion's ``id``: a chunk of another completion
+is refused (:class:`.UsageError`, nothing taken), so two streams fed to one
+accumulator never merge.  A call announced (its id) after a fragment that
+continued it, or a fragment after the ``finish_reason``, puts the stream
+*out of order* (:mod:`.streaming`).  A fragment field of the wrong type (a
+name or arguments that are not text) makes its call's ``problem``; an
+``index`` or a list of the wrong type refuses the chunk.
+
+The turn ends with the choice's ``finish_reason``.  At ``finish()`` a call
+whose arguments are not valid JSON carries a ``problem``, and so does the
+last call when the turn stopped on ``finish_reason: "length"``; a stream
+that never sent a ``finish_reason`` is an *unfinished* turn, handled by the
+policy of :mod:`.streaming` (by default every call is answered, none run).
+The stream also keeps the message's text and refusal, so
+:meth:`ChatStream.assistant_message` (and :func:`next_messages` given the
+stream) echoes the whole assistant turn.
 
 *Export* (:func:`render_tool_results`): ``{"role": "tool", "tool_call_id", "content"}``
 per decided call; the public method types it as the SDK's
@@ -36,19 +50,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from tool_call_closure.errors import UsageError
+from tool_call_closure.providers.arguments import make_call, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import (
     described,
     field,
+    int_or_none,
     items,
-    parse_arguments,
+    present,
     refuse_foreign_call,
     refuse_foreign_event,
     refuse_foreign_turns,
     require_fields,
+    required_id,
+    text,
+    text_or_none,
 )
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import (
@@ -56,6 +75,7 @@ from tool_call_closure.providers.sdk_types import (
     ChatCompletionMessageParam,
     ChatCompletionToolMessageParam,
 )
+from tool_call_closure.providers.streaming import TurnState, UnfinishedPolicy, finish_turn
 from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
@@ -83,26 +103,25 @@ def _message_of(value: object) -> tuple[object, str | None]:
     """(the assistant message, finish_reason) of a completion, a choice or a message."""
     choices = field(value, "choices")
     if choices is not None:
-        listed = items(choices)
+        listed = items(choices, "openai_chat: the choices")
         if not listed:
             return None, None
         value = listed[0]  # n > 1: the other choices are alternatives, reported as skipped by ingest
     if field(value, "message") is not None:
-        return field(value, "message"), field(value, "finish_reason")
+        return field(value, "message"), text(field(value, "finish_reason"))
     return value, None
 
 
 def _function_call(entry: object, reason: str | None) -> ToolCall:
-    kind = field(entry, "type") or "function"
-    call_id = field(entry, "id") or ""
-    if kind == "custom":  # a custom tool takes free text, not JSON
+    call_id = field(entry, "id")
+    if text(field(entry, "type")) == "custom":  # a custom tool takes free text, not JSON
         custom = field(entry, "custom")
-        text = field(custom, "input") or ""
-        return ToolCall(call_id, field(custom, "name") or "", text, text, None, PROVIDER)
+        raw = field(custom, "input")
+        given = "" if raw is None else text(raw)
+        free = (given, given, None) if given is not None else (None, "", f"the input is {described(raw)}, not text")
+        return make_call(PROVIDER, call_id, field(custom, "name"), free, reason)
     function = field(entry, "function")
-    text = field(function, "arguments") or ""
-    arguments, problem = parse_arguments(text)
-    return ToolCall(call_id, field(function, "name") or "", arguments, text, problem or reason, PROVIDER)
+    return make_call(PROVIDER, call_id, field(function, "name"), text_arguments(field(function, "arguments")), reason)
 
 
 _CALL_KINDS: Final = ("function", "custom")  # a Chat tool call's type (a malformed one is a call with a problem)
@@ -110,13 +129,17 @@ _MESSAGE_FIELDS: Final = ("tool_calls", "content", "refusal")  # an assistant me
 _EXPECTED: Final = "a ChatCompletion, a choice, an assistant message or a list of tool calls"
 
 
+def _is_list(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray)
+
+
 def ingest(value: object) -> Ingested:
     """The calls of a ``ChatCompletion`` (its first choice), a choice, an assistant message or a ``tool_calls`` list.
 
     The message's text and refusal are reported as skipped items with index ``-1``.
     """
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        entries, message, finish = list(value), None, None
+    if _is_list(value):
+        entries, message, finish = items(value, "openai_chat.ingest"), None, None
     else:
         require_fields(value, ("choices", "message", *_MESSAGE_FIELDS), "openai_chat.ingest", _EXPECTED)
         message, finish = _message_of(value)
@@ -124,10 +147,10 @@ def ingest(value: object) -> Ingested:
             require_fields(message, _MESSAGE_FIELDS, "openai_chat.ingest", "an assistant message in the choice")
         entries = items(field(message, "tool_calls"), "openai_chat.ingest: the message's tool_calls")
         content = field(message, "content")
-        if isinstance(content, Sequence) and not isinstance(content, str | bytes):  # content parts
-            for index, part in enumerate(content):
+        if _is_list(content):  # content parts
+            for index, part in enumerate(items(content, "openai_chat.ingest: the message's content")):
                 refuse_foreign_call(part, f"content part {index}", "openai_chat.ingest")
-        elif content is not None and not isinstance(content, str):  # a Gemini candidate's Content, say
+        elif content is not None and text(content) is None:  # a Gemini candidate's Content, say
             raise UsageError(
                 f"openai_chat.ingest: the message's content is {described(content)}, not text or content parts",
                 code="provider_value_invalid",
@@ -135,24 +158,33 @@ def ingest(value: object) -> Ingested:
     skipped = [
         SkippedItem(-1, kind, f"the message's {kind} is not a tool call")
         for kind in ("content", "refusal")
-        if field(message, kind)
+        if present(field(message, kind))
     ]
-    alternatives = items(field(value, "choices"))[1:] if not isinstance(value, Sequence) else []
+    alternatives = [] if _is_list(value) else items(field(value, "choices"))[1:]
     skipped += [
         SkippedItem(index, "choice", "only the first choice is ingested: ingest another choice on its own")
         for index, _ in enumerate(alternatives, start=1)
     ]
     for index, entry in enumerate(entries):
-        if field(entry, "type") not in _CALL_KINDS and field(entry, "function") is None:  # not a Chat tool call
+        if text(field(entry, "type")) not in _CALL_KINDS and field(entry, "function") is None:  # not a Chat call
             refuse_foreign_call(entry, f"tool call {index}", "openai_chat.ingest")
     calls = [_function_call(entry, None) for entry in entries]
-    if calls and finish == "length" and calls[-1].problem is None:
-        calls[-1] = _with_problem(calls[-1], TRUNCATED.format(reason=finish))
+    if calls and finish == "length":
+        calls[-1] = calls[-1].with_problem(TRUNCATED.format(reason=finish))
     return Ingested.of(calls, skipped, finish)
 
 
-def _with_problem(call: ToolCall, problem: str) -> ToolCall:
-    return ToolCall(call.id, call.name, None, call.arguments_json, problem, call.provider)
+# --------------------------------------------------------------------------- streaming
+
+
+class _Fragment(NamedTuple):
+    """One ``ChoiceDeltaToolCall`` as read, before anything is taken from it."""
+
+    slot: int | None  # its index field
+    id: str | None
+    name: str
+    arguments: str
+    problem: str | None
 
 
 @dataclass(slots=True)
@@ -160,6 +192,57 @@ class _Partial:
     id: str
     name: str = ""
     arguments: list[str] = dataclass_field(default_factory=list)
+    problem: str | None = None
+
+
+def _read_fragment(fragment: object, where: str) -> _Fragment:
+    index = int_or_none(field(fragment, "index"), f"ChatStream.add: {where}.index")
+    function = field(fragment, "function")
+    problem = None
+    read: list[str] = []
+    for what, raw in (("id", field(fragment, "id")), ("name", field(function, "name"))):
+        value = text(raw)
+        read.append(value or "")
+        if raw is not None and value is None:
+            problem = problem or f"a fragment's {what} is {described(raw)}, not text"
+    raw_arguments = field(function, "arguments")
+    arguments = text(raw_arguments)
+    if raw_arguments is not None and arguments is None:
+        problem = problem or f"an arguments fragment is {described(raw_arguments)}, not JSON text"
+    return _Fragment(index, read[0] or None, read[1], arguments or "", problem)
+
+
+class _Chunk(NamedTuple):
+    """What one chunk holds for the stream's choice, read and checked before any of it is taken."""
+
+    id: str | None
+    content: str
+    refusal: str
+    fragments: list[_Fragment]
+    finish_reason: str | None
+
+
+def _chunk_text(raw: object, what: str) -> str | None:
+    """A text field of a chunk: ``None`` when missing; anything but text refuses the chunk."""
+    return text_or_none(raw, f"ChatStream.add: {what}")
+
+
+def _read_chunk(chunk: object, choice_index: int) -> _Chunk:
+    chunk_id = _chunk_text(field(chunk, "id"), "the chunk's id")
+    content, refusal, finish = "", "", None
+    fragments: list[_Fragment] = []
+    for number, choice in enumerate(items(field(chunk, "choices"), "ChatStream.add: the chunk's choices")):
+        index = int_or_none(field(choice, "index"), f"ChatStream.add: choices[{number}].index") or 0
+        if index != choice_index:
+            continue
+        delta = field(choice, "delta")
+        content += _chunk_text(field(delta, "content"), f"choices[{number}].delta.content") or ""
+        refusal += _chunk_text(field(delta, "refusal"), f"choices[{number}].delta.refusal") or ""
+        finish = _chunk_text(field(choice, "finish_reason"), f"choices[{number}].finish_reason") or finish
+        where = f"choices[{number}].delta.tool_calls"
+        listed = items(field(delta, "tool_calls"), f"ChatStream.add: {where}")
+        fragments += [_read_fragment(fragment, f"{where}[{n}]") for n, fragment in enumerate(listed)]
+    return _Chunk(chunk_id, content, refusal, fragments, finish)
 
 
 class ChatStream:
@@ -169,36 +252,53 @@ class ChatStream:
     end of a single call, so every call is complete only at ``finish()``.
     """
 
-    __slots__ = ("_at_index", "_calls", "_choice", "_finish", "_skipped")
+    __slots__ = ("_at_index", "_calls", "_choice", "_content", "_id", "_refusal", "_turn")
 
     def __init__(self, choice: int = 0) -> None:
         self._choice = choice
+        self._id: str | None = None  # the completion's id, from its first chunk that has one
         self._calls: list[_Partial] = []
         self._at_index: dict[int, int] = {}  # delta index -> position in _calls of the call now at that index
-        self._finish: str | None = None
-        self._skipped: list[SkippedItem] = []
+        self._content: list[str] = []
+        self._refusal: list[str] = []
+        self._turn = TurnState()
 
     def add(self, chunk: object) -> tuple[ToolCall, ...]:
-        """Take one chunk; returns the calls it completed (always none for Chat: see ``finish``)."""
+        """Take one chunk; returns the calls it completed (always none for Chat: see ``finish``).
+
+        A chunk of another completion (another ``id``), or one whose
+        structure is not a chunk's, raises :class:`.UsageError` and is not taken.
+        """
         refuse_foreign_event(chunk, "openai_chat", "ChatStream.add")
-        for choice in items(field(chunk, "choices")):
-            if (field(choice, "index") or 0) != self._choice:
-                continue
-            delta = field(choice, "delta")
-            if field(delta, "content") and not self._skipped:
-                self._skipped.append(SkippedItem(-1, "content", "the message's content is not a tool call"))
-            for fragment in items(field(delta, "tool_calls")):
-                self._fragment(fragment)
-            if field(choice, "finish_reason") is not None:
-                self._finish = field(choice, "finish_reason")
+        read = _read_chunk(chunk, self._choice)
+        if read.id is not None and self._id is not None and read.id != self._id:
+            raise UsageError(
+                f"ChatStream.add: the chunk is of completion {read.id[:80]!r}, this stream accumulates "
+                f"{self._id[:80]!r}: use one ChatStream per completion",
+                code="provider_value_invalid",
+            )
+        self._id = self._id or read.id
+        if self._turn.ended and (read.content or read.refusal or read.fragments):
+            self._turn.out_of_order("a chunk with content or tool calls after the finish_reason")
+        if read.content:
+            self._content.append(read.content)
+        if read.refusal:
+            self._refusal.append(read.refusal)
+        for fragment in read.fragments:
+            self._fragment(fragment)
+        if read.finish_reason is not None:
+            if self._turn.ended and read.finish_reason != self._turn.stop_reason:
+                self._turn.out_of_order("a second, different finish_reason")
+            self._turn.end(read.finish_reason)
         return ()
 
-    def _fragment(self, fragment: object) -> None:
-        index = field(fragment, "index")
-        call_id = field(fragment, "id")
+    def _fragment(self, fragment: _Fragment) -> None:
+        index = fragment.slot
         position = self._at_index.get(index) if index is not None else (len(self._calls) - 1 if self._calls else None)
-        if call_id and (position is None or self._calls[position].id != call_id):
-            self._calls.append(_Partial(call_id))
+        if fragment.id is not None and (position is None or self._calls[position].id != fragment.id):
+            if position is not None and self._calls[position].id == "":
+                self._turn.out_of_order(f"call {fragment.id[:80]!r} announced after a fragment that continued it")
+            self._calls.append(_Partial(fragment.id))
             position = len(self._calls) - 1
             if index is not None:
                 self._at_index[index] = position
@@ -208,33 +308,59 @@ class ChatStream:
             if index is not None:
                 self._at_index[index] = position
         partial = self._calls[position]
-        function = field(fragment, "function")
-        name = field(function, "name")
-        if name and name != partial.name:  # some servers repeat the whole name in every fragment
-            partial.name += name
-        if field(function, "arguments"):
-            partial.arguments.append(field(function, "arguments"))
+        if fragment.name and fragment.name != partial.name:  # some servers repeat the whole name in every fragment
+            partial.name += fragment.name
+        if fragment.arguments:
+            partial.arguments.append(fragment.arguments)
+        partial.problem = partial.problem or fragment.problem
 
-    def finish(self) -> Ingested:
-        """Every call of the stream; incomplete ones (cut, truncated, invalid JSON) carry a ``problem``."""
+    def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
+        """Every call of the stream; incomplete ones (cut, truncated, invalid JSON) carry a ``problem``.
+
+        ``unfinished`` is the policy for a stream that never sent its
+        ``finish_reason`` (:mod:`.streaming`): ``"answer"`` (every call is
+        answered, none run) or ``"run_complete"`` (the calls before the last
+        one run when their arguments are valid).  ``finish`` changes nothing:
+        it may be called again, with either policy.
+        """
         calls: list[ToolCall] = []
         for position, partial in enumerate(self._calls):
-            text = "".join(partial.arguments)
-            arguments, problem = parse_arguments(text)
-            last = position == len(self._calls) - 1
-            if last and self._finish is None:
-                problem, arguments = CUT, None
-            elif last and self._finish == "length":
-                problem, arguments = TRUNCATED.format(reason="length"), None
-            calls.append(ToolCall(partial.id, partial.name, arguments, text, problem, PROVIDER))
-        return Ingested.of(calls, self._skipped, self._finish)
+            reason = None
+            if position == len(self._calls) - 1:
+                if not self._turn.ended:
+                    reason = CUT
+                elif self._turn.stop_reason == "length":
+                    reason = TRUNCATED.format(reason="length")
+            arguments = text_arguments("".join(partial.arguments))
+            calls.append(make_call(PROVIDER, partial.id, partial.name, arguments, partial.problem or reason))
+        skipped = [
+            SkippedItem(-1, kind, f"the message's {kind} is not a tool call")
+            for kind, pieces in (("content", self._content), ("refusal", self._refusal))
+            if pieces
+        ]
+        return finish_turn("ChatStream.finish", self._turn, calls, skipped, unfinished, "no finish_reason")
+
+    def assistant_message(self) -> ChatCompletionAssistantMessageParam:
+        """The assistant turn as streamed: its text, refusal and every call with an id, for the next request."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._content) or None}
+        if self._refusal:
+            message["refusal"] = "".join(self._refusal)
+        tool_calls = [
+            {"id": p.id, "type": "function", "function": {"name": p.name, "arguments": "".join(p.arguments)}}
+            for p in self._calls
+            if p.id
+        ]
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        typed: ChatCompletionAssistantMessageParam = message  # type: ignore[assignment,unused-ignore]  # its SDK type
+        return typed
 
 
 def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order."""
     return [
-        {"role": "tool", "tool_call_id": call_id, "content": text}
-        for call_id, _name, _state, text in export_rows(calls, memo)  # rendered once per snapshot (ADP-5)
+        {"role": "tool", "tool_call_id": call_id, "content": result}
+        for call_id, _name, _state, result in export_rows(calls, memo)  # rendered once per snapshot (ADP-5)
     ]
 
 
@@ -246,45 +372,45 @@ def render_tool_results(snapshot: Snapshot) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the next request
 
 
+def _echo(call: object) -> dict[str, Any]:
+    """One tool call as the assistant message of the next request carries it (the model's own text, as sent)."""
+    if isinstance(call, ToolCall):
+        return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json}}
+    if text(field(call, "type")) == "custom":
+        custom = field(call, "custom")
+        return {
+            "id": field(call, "id"),
+            "type": "custom",
+            "custom": {"name": field(custom, "name"), "input": field(custom, "input")},
+        }
+    function = field(call, "function")
+    _, arguments, _ = text_arguments(field(function, "arguments"))  # text as sent; an object as its JSON text
+    return {
+        "id": field(call, "id"),
+        "type": "function",
+        "function": {"name": field(function, "name"), "arguments": arguments},
+    }
+
+
 def assistant_message(source: object) -> ChatCompletionAssistantMessageParam:
     """The assistant message that announced the calls, as a request parameter.
 
     ``source`` is what the model returned (a ``ChatCompletion``, a choice, its
-    message — SDK objects or dicts) or, for a stream, the ingested calls
-    (``ChatStream.finish().calls``).  Every call is echoed with its id, name
-    and raw arguments text, the incomplete ones included: each gets a result.
+    message — SDK objects or dicts), a :class:`ChatStream` (its whole turn:
+    text, refusal and calls), or the ingested calls of a stream (the calls
+    alone).  Every call is echoed with its id, name and raw arguments text,
+    the incomplete ones included: each gets a result.
     """
+    if isinstance(source, ChatStream):
+        return source.assistant_message()
     ingest(source)  # the turn ingest reads: another provider's value is refused here too
-    if isinstance(source, Sequence) and not isinstance(source, str | bytes):
-        content, calls = None, list(source)
+    if _is_list(source):
+        content, calls = None, items(source)
     else:
         message, _ = _message_of(source)
         content = field(message, "content")
         calls = items(field(message, "tool_calls"))
-    tool_calls: list[dict[str, Any]] = []
-    for call in calls:
-        if isinstance(call, ToolCall):
-            tool_calls.append(
-                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json}}
-            )
-        elif (field(call, "type") or "function") == "custom":
-            custom = field(call, "custom")
-            tool_calls.append(
-                {
-                    "id": field(call, "id"),
-                    "type": "custom",
-                    "custom": {"name": field(custom, "name"), "input": field(custom, "input")},
-                }
-            )
-        else:
-            function = field(call, "function")
-            tool_calls.append(
-                {
-                    "id": field(call, "id"),
-                    "type": "function",
-                    "function": {"name": field(function, "name"), "arguments": field(function, "arguments") or ""},
-                }
-            )
+    tool_calls = [_echo(call) for call in calls]
     message_param: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message_param["tool_calls"] = tool_calls
@@ -309,16 +435,17 @@ def check_messages(messages: Sequence[Any]) -> None:
 
     The rule: an assistant message with ``tool_calls`` is followed directly
     by one ``role: "tool"`` message per call id, and a tool message answers a
-    call of the assistant message right before its run of tool messages.
+    call of the assistant message right before its run of tool messages.  A
+    call or a tool message without a text id raises :class:`.UsageError` naming it.
     """
     refuse_foreign_turns(messages, "openai_chat", "openai_chat.check_messages", "messages")
     pending: dict[str, None] = {}  # ids still owed, in announcement order
     answered: dict[str, int] = {}  # id -> the index of the tool message that answered it
     owner = -1  # the index of the assistant message whose calls are pending
-    for index, message in enumerate(messages):
-        role = field(message, "role")
+    for index, message in enumerate(items(messages)):
+        role = text(field(message, "role"))
         if role == "tool":
-            call_id = field(message, "tool_call_id")
+            call_id = required_id(message, "tool_call_id", f"openai_chat.check_messages: messages[{index}]")
             if call_id in answered:
                 raise ProviderRuleError(
                     DUPLICATE_RESULT.format(id=call_id, first=answered[call_id], second=index),
@@ -333,8 +460,11 @@ def check_messages(messages: Sequence[Any]) -> None:
         if pending:
             raise ProviderRuleError(MISSING_RESULTS.format(ids=", ".join(pending)), provider=PROVIDER, index=owner)
         answered = {}
-        calls = items(field(message, "tool_calls")) if role == "assistant" else []
-        pending = {field(call, "id"): None for call in calls}
+        calls = items(field(message, "tool_calls"), f"messages[{index}].tool_calls") if role == "assistant" else []
+        pending = {
+            required_id(call, "id", f"openai_chat.check_messages: messages[{index}].tool_calls[{position}]"): None
+            for position, call in enumerate(calls)
+        }
         owner = index
     if pending:
         raise ProviderRuleError(MISSING_RESULTS.format(ids=", ".join(pending)), provider=PROVIDER, index=owner)
@@ -345,9 +475,11 @@ def next_messages(
 ) -> list[ChatCompletionMessageParam]:
     """What follows the history in the next request: the assistant message echoing the calls, then the results.
 
-    ``tool_messages`` is ``closure.to_openai_chat_completions(snapshot)``.
-    The pair is checked with :func:`check_messages` before it is returned.
+    ``assistant`` is the completion (or its choice or message) or, for a
+    stream, the :class:`ChatStream` (its text is echoed too); ``tool_messages``
+    is ``closure.to_openai_chat_completions(snapshot)``.  The pair is checked
+    with :func:`check_messages` before it is returned.
     """
-    messages: list[Any] = [assistant_message(assistant), *tool_messages]
+    messages: list[Any] = [assistant_message(assistant), *items(tool_messages, "openai_chat.next_messages")]
     check_messages(messages)
     return messages

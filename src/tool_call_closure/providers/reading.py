@@ -1,4 +1,4 @@
-"""Reading provider objects without importing a provider SDK: one duck-typing rule and one JSON rule.
+"""Reading provider objects without importing a provider SDK: one duck-typing rule, safe for any value.
 
 Theory of operation
 -------------------
@@ -9,58 +9,130 @@ read with :func:`field`: a ``Mapping`` by key, anything else by attribute; a
 missing field or an explicit ``None`` reads as ``None``.  No SDK is imported
 at run time, so the library keeps zero runtime dependencies.
 
-Arguments are JSON text in some APIs (OpenAI Chat and Responses, streamed
-Anthropic and Bedrock) and already-parsed objects in others.  :func:`parse_arguments`
-is the one rule for text: strict JSON (no ``NaN``/``Infinity``), whitespace
-around it allowed, the empty text read as ``{}`` (a tool without parameters;
-Anthropic documents it for streamed input); anything else is a *problem*
-reported on the call, never an exception.
+Reading a field, listing a list and describing a value may run caller code
+(a property, a ``Mapping.__getitem__``, an ``__iter__``).  When that code
+raises, the reader raises :class:`.UsageError` (``provider_value_invalid``)
+naming the field and the exception's type, the caller's exception chained:
+a provider reader raises ``UsageError`` or nothing.  Texts are read with
+:func:`text`: a ``str`` (a subclass is copied to a plain ``str``, so no
+overridden method of it runs later), anything else is "not text".
+
+The JSON rules for a call's arguments are in :mod:`.arguments`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
-from tool_call_closure.ecma import json_stringify
-from tool_call_closure.errors import ToolCallClosureError, UsageError
+from tool_call_closure.errors import UsageError
 
 __all__ = [
-    "arguments_text",
     "call_format",
     "described",
     "field",
     "has_field",
     "incomplete_problem",
+    "int_or_none",
+    "integer",
     "items",
-    "parse_arguments",
+    "plain",
+    "present",
     "refuse_foreign_call",
     "refuse_foreign_event",
     "refuse_foreign_turns",
     "require_fields",
+    "required_id",
     "stream_event_api",
+    "text",
+    "text_or_none",
 ]
 
 _NOT_A_SEQUENCE: Final = (str, bytes, bytearray)
 
 
+def _raised(key: str, value: object, error: Exception) -> UsageError:
+    return UsageError(
+        f"reading {key} of {described(value)} raised {type(error).__qualname__}", code="provider_value_invalid"
+    )
+
+
 def field(value: object, key: str) -> Any:
-    """``value[key]`` for a mapping, ``value.key`` for anything else; ``None`` when missing."""
+    """``value[key]`` for a mapping, ``value.key`` for anything else; ``None`` when missing.
+
+    Caller code that raises while the field is read raises :class:`.UsageError` naming the field.
+    """
     if value is None:
         return None
-    if isinstance(value, Mapping):
-        return cast(Mapping[str, Any], value).get(key)
-    return getattr(value, key, None)
+    try:
+        if isinstance(value, Mapping):
+            return cast(Mapping[str, Any], value).get(key)
+        return getattr(value, key, None)
+    except Exception as error:
+        raise _raised(repr(key), value, error) from error
 
 
 def has_field(value: object, key: str) -> bool:
     """Whether ``value`` has the field ``key`` at all (a mapping's key, an object's attribute), ``None`` or not."""
     if value is None:
         return False
-    if isinstance(value, Mapping):
-        return key in value
-    return hasattr(value, key)
+    try:
+        if isinstance(value, Mapping):
+            return key in value
+        return hasattr(value, key)
+    except Exception as error:
+        raise _raised(repr(key), value, error) from error
+
+
+def text(value: object) -> str | None:
+    """``value`` as a plain ``str`` when it is a ``str`` (a subclass is copied); ``None`` for anything else."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)  # the base method: a plain copy, whatever the subclass overrides
+    return None
+
+
+def integer(value: object) -> int | None:
+    """``value`` as a plain ``int`` when it is an ``int`` (not a ``bool``); ``None`` for anything else."""
+    if type(value) is int:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__index__(value)
+    return None
+
+
+def text_or_none(raw: object, where: str) -> str | None:
+    """``raw`` as text (:func:`text`), ``None`` when missing; anything else raises :class:`.UsageError`.
+
+    ``where`` names the field for the message: ``"<where> is <what it is>, not text"``.
+    """
+    value = text(raw)
+    if raw is not None and value is None:
+        raise UsageError(f"{where} is {described(raw)}, not text", code="provider_value_invalid")
+    return value
+
+
+def int_or_none(raw: object, where: str) -> int | None:
+    """``raw`` as an int (:func:`integer`), ``None`` when missing; anything else raises :class:`.UsageError`."""
+    value = integer(raw)
+    if raw is not None and value is None:
+        raise UsageError(f"{where} is {described(raw)}, not an int", code="provider_value_invalid")
+    return value
+
+
+def required_id(value: object, key: str, where: str) -> str:
+    """The id ``value[key]`` a preflight pairs on: a non-empty text, or :class:`.UsageError` naming ``where``.
+
+    The provider refuses a call or a result without one too; read as
+    ``None``, it would be paired with nothing, or with another ``None``.
+    """
+    found = text(field(value, key))
+    if not found:
+        raise UsageError(
+            f"{where} has no {key} (text), got {described(field(value, key))}", code="provider_value_invalid"
+        )
+    return found
 
 
 def require_fields(value: object, keys: tuple[str, ...], reader: str, expected: str) -> None:
@@ -98,9 +170,22 @@ def call_format(value: object) -> tuple[str, str] | None:
     if type(kind) is str and kind in _CALL_TYPES:
         return _CALL_TYPES[kind]
     for key, found in _CALL_FIELDS.items():
-        if field(value, key):
+        if present(field(value, key)):
             return found
     return None
+
+
+def present(value: object) -> bool:
+    """Whether a field holds something: not ``None``, ``False``, or an empty ``str``, list, tuple or dict.
+
+    Truthiness without caller code: any other value (an SDK object, a
+    caller's class) is present, its ``__bool__`` and ``__len__`` unread.
+    """
+    if value is None or value is False:
+        return False
+    if type(value) in (str, list, tuple, dict):
+        return len(value) > 0  # type: ignore[arg-type]  # one of the four exact types: each has a len
+    return True
 
 
 def refuse_foreign_turns(turns: Sequence[Any], own: str, reader: str, argument: str) -> None:
@@ -110,12 +195,13 @@ def refuse_foreign_turns(turns: Sequence[Any], own: str, reader: str, argument: 
     API's transcript it would find none, and pass a transcript whose calls
     have no results — the very thing it is there to catch.
     """
-    for index, turn in enumerate(turns):
+    for index, turn in enumerate(items(turns, reader)):
         pieces = [(f"{argument}[{index}]", turn)]
         for key in ("content", "parts"):
             inner = field(turn, key)
             if isinstance(inner, Sequence) and not isinstance(inner, _NOT_A_SEQUENCE):
-                pieces += [(f"{argument}[{index}].{key}[{position}]", piece) for position, piece in enumerate(inner)]
+                listed = items(inner, f"{reader}: {argument}[{index}].{key}")
+                pieces += [(f"{argument}[{index}].{key}[{position}]", piece) for position, piece in enumerate(listed)]
         for where, piece in pieces:
             found = call_format(piece)
             if found is not None and found[0] != own:
@@ -178,7 +264,7 @@ def stream_event_api(event: object) -> str | None:
         return "openai_chat"
     if has_field(event, "candidates"):
         return "gemini"
-    if isinstance(event, Mapping) and any(key in event for key in _BEDROCK_EVENTS):
+    if isinstance(event, Mapping) and any(has_field(event, key) for key in _BEDROCK_EVENTS):
         return "bedrock"
     return None
 
@@ -196,11 +282,15 @@ def refuse_foreign_event(event: object, own: str, reader: str) -> None:
 
 def described(value: object) -> str:
     """A value's type as a reader recognises it: the class with its module (the SDK), or a dict's keys."""
-    if isinstance(value, Mapping):
-        keys = sorted(key if type(key) is str else type(key).__name__ for key in value)
-        shown = ", ".join(keys[:8]) + (", …" if len(keys) > 8 else "")
-        return f"a {type(value).__name__} with keys {shown}" if keys else f"an empty {type(value).__name__}"
     cls = type(value)
+    if isinstance(value, Mapping):
+        try:
+            keys = sorted(key if type(key) is str else type(key).__name__ for key in value)
+        except Exception:  # noqa: BLE001 - a mapping whose iteration raises is described by its type alone
+            keys = None
+        if keys is not None:
+            shown = ", ".join(key[:40] for key in keys[:8]) + (", …" if len(keys) > 8 else "")
+            return f"a {cls.__name__} with keys {shown}" if keys else f"an empty {cls.__name__}"
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
@@ -211,37 +301,41 @@ def items(value: object, where: str = "") -> list[Any]:
     """
     if value is None:
         return []
-    if isinstance(value, Sequence) and not isinstance(value, _NOT_A_SEQUENCE):
-        return list(value)
     prefix = f"{where}: " if where else ""
+    if isinstance(value, Sequence) and not isinstance(value, _NOT_A_SEQUENCE):
+        try:
+            return list(value)
+        except Exception as error:
+            raise UsageError(
+                f"{prefix}listing {described(value)} raised {type(error).__qualname__}", code="provider_value_invalid"
+            ) from error
     raise UsageError(
         f"{prefix}expected a list of provider items, got {described(value)}", code="provider_value_invalid"
     )
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def plain(value: object, reader: str, what: str, *, json_mode: bool = True) -> dict[str, Any]:
+    """A provider item as a plain dict for a request: a mapping copied, an SDK model dumped (``None`` fields left out).
 
-
-def parse_arguments(text: str) -> tuple[Any, str | None]:
-    """``(parsed, None)`` for valid JSON text (``""`` gives ``{}``), ``(None, problem)`` otherwise."""
-    if text.strip() == "":
-        return {}, None
-    try:
-        return json.loads(text, parse_constant=_refuse_constant), None
-    except ValueError as error:  # json.JSONDecodeError is a ValueError
-        return None, f"the arguments are not valid JSON ({error})"
-
-
-def arguments_text(arguments: object) -> tuple[str, str | None]:
-    """The JSON text of arguments sent already parsed (Anthropic ``input``, Gemini ``args``, Bedrock ``input``).
-
-    ``(text, None)``, or ``("", problem)`` when the value has no JSON form.
+    Anything else raises :class:`.UsageError` naming ``what`` it should be;
+    so does a dump (caller code) that raises or returns no dict.
     """
     try:
-        return json_stringify({} if arguments is None else arguments), None
-    except ToolCallClosureError as error:
-        return "", f"the arguments have no JSON form ({error})"
+        if isinstance(value, Mapping):
+            return dict(cast(Mapping[str, Any], value))
+        dump = getattr(type(value), "model_dump", None)
+        if callable(dump):  # an SDK model: its dump is the request's form of it
+            dumped = dump(value, mode="json", exclude_none=True) if json_mode else dump(value, exclude_none=True)
+            if isinstance(dumped, dict):
+                return dumped
+    except Exception as error:
+        raise UsageError(
+            f"{reader}: reading {what} ({described(value)}) raised {type(error).__qualname__}",
+            code="provider_value_invalid",
+        ) from error
+    raise UsageError(
+        f"{reader}: {what} must be a dict or an SDK model, not {described(value)}", code="provider_value_invalid"
+    )
 
 
 def incomplete_problem(stop_reason: object, ended: str = "the message stopped") -> str:
