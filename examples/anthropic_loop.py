@@ -19,7 +19,7 @@ from tools import TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import anthropic as anthropic_provider
-from tool_call_closure.runners import run_tool_calls
+from tool_call_closure.runners import StaleTurn, run_tool_calls
 
 SCHEMAS: list[ToolParam] = [
     {"name": name, "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}} for name in TOOLS
@@ -30,13 +30,16 @@ async def agent(client: anthropic.AsyncAnthropic, prompt: str, *, max_turns: int
     closure = ToolCallClosure()
     messages: list[MessageParam] = [{"role": "user", "content": prompt}]
     for _ in range(max_turns):
+        token = closure.turn_token()  # before the request: a turn begun meanwhile makes this one stale
         message = await client.messages.create(
             model="claude-sonnet-4-5", max_tokens=1024, messages=messages, tools=SCHEMAS
         )
         ingested = anthropic_provider.ingest(message)
         if not ingested.calls:
             return "".join(block.text for block in message.content if block.type == "text")
-        run = await run_tool_calls(closure, ingested.calls, TOOLS, call_timeout=0.5, deadline=10)
+        run = await run_tool_calls(closure, ingested.calls, TOOLS, turn=token, call_timeout=0.5, deadline=10)
+        if isinstance(run, StaleTurn):  # another task began a newer turn on this closure: it owns the conversation
+            raise RuntimeError("a newer model turn replaced this one")
         results = closure.to_anthropic_tool_results(run.snapshot)
         for result in results:
             print(f"  {result['tool_use_id']}: {result.get('content')}")

@@ -19,7 +19,7 @@ from tools import SYNC_TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import bedrock
-from tool_call_closure.runners import run_tool_calls_in_threads
+from tool_call_closure.runners import StaleTurn, run_tool_calls_in_threads
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
@@ -42,11 +42,14 @@ def agent(client: BedrockRuntimeClient, prompt: str, *, max_turns: int = 5) -> s
     closure = ToolCallClosure()
     messages: list[MessageUnionTypeDef] = [{"role": "user", "content": [{"text": prompt}]}]
     for _ in range(max_turns):
+        token = closure.turn_token()  # before the request: a turn begun meanwhile makes this one stale
         response = client.converse(modelId="anthropic.claude-sonnet-4-5", messages=messages, toolConfig=TOOL_CONFIG)
         ingested = bedrock.ingest(response)
         if not ingested.calls:
             return "".join(block.get("text", "") for block in response["output"]["message"]["content"])
-        run = run_tool_calls_in_threads(closure, ingested.calls, SYNC_TOOLS, call_timeout=0.5, deadline=10)
+        run = run_tool_calls_in_threads(closure, ingested.calls, SYNC_TOOLS, turn=token, call_timeout=0.5, deadline=10)
+        if isinstance(run, StaleTurn):  # another task began a newer turn on this closure: it owns the conversation
+            raise RuntimeError("a newer model turn replaced this one")
         results = closure.to_bedrock_tool_results(run.snapshot)
         for block in results:
             print(f"  {block['toolResult']}")

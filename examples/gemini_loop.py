@@ -20,7 +20,7 @@ from tools import TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import gemini
-from tool_call_closure.runners import run_tool_calls
+from tool_call_closure.runners import StaleTurn, run_tool_calls
 
 DECLARATIONS = types.Tool(
     function_declarations=[
@@ -37,11 +37,14 @@ async def agent(client: genai.Client, prompt: str, *, max_turns: int = 5) -> str
     contents: list[types.ContentUnionDict] = [{"role": "user", "parts": [{"text": prompt}]}]
     config = types.GenerateContentConfig(tools=[DECLARATIONS])
     for _ in range(max_turns):
+        token = closure.turn_token()  # before the request: a turn begun meanwhile makes this one stale
         response = await client.aio.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
         ingested = gemini.ingest(response)
         if not ingested.calls:
             return response.text or ""
-        run = await run_tool_calls(closure, ingested.calls, TOOLS, call_timeout=0.5, deadline=10)
+        run = await run_tool_calls(closure, ingested.calls, TOOLS, turn=token, call_timeout=0.5, deadline=10)
+        if isinstance(run, StaleTurn):  # another task began a newer turn on this closure: it owns the conversation
+            raise RuntimeError("a newer model turn replaced this one")
         parts = closure.to_gemini_function_responses(run.snapshot)
         for part in parts:
             print(f"  {part['function_response']}")

@@ -21,7 +21,7 @@ from tools import TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import openai_chat
-from tool_call_closure.runners import run_tool_calls
+from tool_call_closure.runners import StaleTurn, run_tool_calls
 
 SCHEMAS: list[ChatCompletionToolParam] = [
     {
@@ -36,11 +36,14 @@ async def agent(client: openai.AsyncOpenAI, prompt: str, *, max_turns: int = 5) 
     closure = ToolCallClosure()
     messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
     for _ in range(max_turns):
+        token = closure.turn_token()  # before the request: a turn begun meanwhile makes this one stale
         completion = await client.chat.completions.create(model="gpt-4.1", messages=messages, tools=SCHEMAS)
         ingested = openai_chat.ingest(completion)
         if not ingested.calls:
             return completion.choices[0].message.content or ""
-        run = await run_tool_calls(closure, ingested.calls, TOOLS, call_timeout=0.5, deadline=10)
+        run = await run_tool_calls(closure, ingested.calls, TOOLS, turn=token, call_timeout=0.5, deadline=10)
+        if isinstance(run, StaleTurn):  # another task began a newer turn on this closure: it owns the conversation
+            raise RuntimeError("a newer model turn replaced this one")
         results = closure.to_openai_chat_completions(run.snapshot)
         for message in results:
             print(f"  {message['tool_call_id']}: {message['content']}")

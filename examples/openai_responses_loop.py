@@ -21,7 +21,7 @@ from tools import TOOLS
 
 from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers import openai_responses
-from tool_call_closure.runners import run_tool_calls
+from tool_call_closure.runners import StaleTurn, run_tool_calls
 
 SCHEMAS: list[FunctionToolParam] = [
     {
@@ -38,11 +38,14 @@ async def agent(client: openai.AsyncOpenAI, prompt: str, *, max_turns: int = 5) 
     closure = ToolCallClosure()
     items: list[ResponseInputItemParam] = [{"role": "user", "content": prompt}]
     for _ in range(max_turns):
+        token = closure.turn_token()  # before the request: a turn begun meanwhile makes this one stale
         response = await client.responses.create(model="gpt-4.1", input=items, tools=SCHEMAS)
         ingested = openai_responses.ingest(response)
         if not ingested.calls:
             return response.output_text
-        run = await run_tool_calls(closure, ingested.calls, TOOLS, call_timeout=0.5, deadline=10)
+        run = await run_tool_calls(closure, ingested.calls, TOOLS, turn=token, call_timeout=0.5, deadline=10)
+        if isinstance(run, StaleTurn):  # another task began a newer turn on this closure: it owns the conversation
+            raise RuntimeError("a newer model turn replaced this one")
         outputs = closure.to_openai_responses(run.snapshot)
         for output in outputs:
             print(f"  {output['call_id']}: {output['output']}")
