@@ -276,15 +276,33 @@ class SimLoop(asyncio.BaseEventLoop):
         return min(live) if live else None
 
 
-class AsyncWorld:
+class _Events:
+    """The external events of a world: each fires at most once, when the scheduler picks it (and its guard holds).
+
+    A *disturbance* comes from outside the runner (another thread, the user);
+    the other events are tools finishing.
+    """
+
+    def __init__(self) -> None:
+        self.events: dict[str, Callable[[], None]] = {}
+        self.disturbances: set[str] = set()
+        self.guards: dict[str, Callable[[], bool]] = {}
+
+    def _enabled(self, names: list[str] | set[str] | dict[str, Any]) -> list[str]:
+        return [name for name in names if self.guards.get(name, _always)()]
+
+
+def _always() -> bool:
+    return True
+
+
+class AsyncWorld(_Events):
     """One execution of the asyncio runner under the scheduler."""
 
     def __init__(self, chooser: Chooser, preemptions: int) -> None:
         self.chooser = chooser
         self.preemptions = preemptions
-        self.events: dict[str, Callable[[], None]] = {}
-        self.disturbances: set[str] = set()  # names of events that are disturbances (may preempt at checkpoints)
-        self.guards: dict[str, Callable[[], bool]] = {}
+        super().__init__()
         self.loop = SimLoop(self)
         self.steps = 0
         self.observed = Observed()
@@ -298,19 +316,6 @@ class AsyncWorld:
         self.steps += 1
         if self.steps > 20 * MAX_STEPS:
             raise Runaway(f"{self.steps} loop iterations")
-
-    def add_event(
-        self, name: str, fire: Callable[[], None], *, disturbance: bool = False, guard: Callable[[], bool] | None = None
-    ) -> None:
-        """An external event the scheduler may fire once (a disturbance: from another thread; else a tool's)."""
-        self.events[name] = fire
-        if disturbance:
-            self.disturbances.add(name)
-        if guard is not None:
-            self.guards[name] = guard
-
-    def _enabled(self, names: list[str] | set[str] | dict[str, Any]) -> list[str]:
-        return [name for name in names if self.guards.get(name, _always)()]
 
     def _fire(self, name: str) -> None:
         self.disturbances.discard(name)
@@ -443,10 +448,6 @@ class AsyncWorld:
         loop.close()
 
 
-def _always() -> bool:
-    return True
-
-
 # --------------------------------------------------------------------------------------------------- threads
 
 
@@ -548,7 +549,7 @@ class SimPool(Executor):
                 future.cancel()
 
 
-class ThreadWorld:
+class ThreadWorld(_Events):
     """One execution of the thread runner: real threads, one at a time, switched by the scheduler."""
 
     def __init__(self, chooser: Chooser, preemptions: int, failure: str | None = None) -> None:
@@ -559,9 +560,7 @@ class ThreadWorld:
         self.main = Actor("main", glet=greenlet.getcurrent())
         self.current = self.main
         self.actors: list[Actor] = [self.main]
-        self.events: dict[str, Callable[[], None]] = {}
-        self.disturbances: set[str] = set()
-        self.guards: dict[str, Callable[[], bool]] = {}
+        super().__init__()
         self.verdict: Stuck | Runaway | None = None
         self.interrupt_armed = False  # the scenario lets the supervising thread be interrupted (once)
         self.returned = False
@@ -589,15 +588,6 @@ class ThreadWorld:
         self.resumed(me)
 
     # -- actors and events
-
-    def add_event(
-        self, name: str, fire: Callable[[], None], *, disturbance: bool = False, guard: Callable[[], bool] | None = None
-    ) -> None:
-        self.events[name] = fire
-        if disturbance:
-            self.disturbances.add(name)
-        if guard is not None:
-            self.guards[name] = guard
 
     def spawn(self, name: str, body: Callable[[], None]) -> None:
         actor = Actor(name)
@@ -668,9 +658,6 @@ class ThreadWorld:
         self.current = nxt
         assert nxt.glet is not None
         nxt.glet.switch()  # back here when the scheduler switches to this actor again (never, if it is leaving)
-
-    def _enabled(self, names: list[str] | set[str] | dict[str, Any]) -> list[str]:
-        return [name for name in names if self.guards.get(name, _always)()]
 
     def _decide(self, me: Actor) -> Actor | None:
         """One scheduler step: the actor to run next, or None after an event fired or the clock moved."""

@@ -120,6 +120,17 @@ def _calls(scenario: Scenario) -> list[ToolCall]:
     return [ToolCall(f"c{i}", f"tool{i}", {}, "{}", None, "sim") for i in range(len(scenario.behaviours))]
 
 
+def _options(scenario: Scenario, run: Execution, abort: AbortSignal) -> dict[str, Any]:
+    """The runner options both runners take, as the scenario sets them."""
+    return {
+        "call_timeout": CALL_TIMEOUT if scenario.call_timeout else None,
+        "deadline": DEADLINE if scenario.deadline else None,
+        "max_concurrency": scenario.max_concurrency,
+        "abort": abort,
+        "on_late": run.late.append,
+    }
+
+
 def _disturb(world: AsyncWorld | ThreadWorld, scenario: Scenario, run: Execution, abort: AbortSignal) -> None:
     closure = run.closure
 
@@ -161,12 +172,8 @@ def execute_asyncio(scenario: Scenario, world: AsyncWorld) -> Execution:
                 run.closure,
                 _calls(scenario),
                 tools,
-                call_timeout=CALL_TIMEOUT if scenario.call_timeout else None,
-                deadline=DEADLINE if scenario.deadline else None,
-                max_concurrency=scenario.max_concurrency,
-                abort=abort,
                 cancel_grace=CANCEL_GRACE,
-                on_late=run.late.append,
+                **_options(scenario, run, abort),
             )
         )
         if "cancel" in scenario.disturbances:
@@ -213,11 +220,7 @@ def execute_threads(scenario: Scenario, world: ThreadWorld) -> Execution:
             run.closure,
             _calls(scenario),
             tools,
-            call_timeout=CALL_TIMEOUT if scenario.call_timeout else None,
-            deadline=DEADLINE if scenario.deadline else None,
-            max_concurrency=scenario.max_concurrency,
-            abort=abort,
-            on_late=run.late.append,
+            **_options(scenario, run, abort),
         )
     except (Stuck, Runaway):
         raise
