@@ -288,6 +288,16 @@ class _Events:
         self.disturbances: set[str] = set()
         self.guards: dict[str, Callable[[], bool]] = {}
 
+    def add_event(
+        self, name: str, fire: Callable[[], None], *, disturbance: bool = False, guard: Callable[[], bool] | None = None
+    ) -> None:
+        """An external event the scheduler may fire once."""
+        self.events[name] = fire
+        if disturbance:
+            self.disturbances.add(name)
+        if guard is not None:
+            self.guards[name] = guard
+
     def _enabled(self, names: list[str] | set[str] | dict[str, Any]) -> list[str]:
         return [name for name in names if self.guards.get(name, _always)()]
 
