@@ -26,11 +26,11 @@ def test_spec_diagram_is_generated_from_the_table() -> None:
     _check_or_update(ROOT / "spec" / "diagram.md", "# State diagrams\n\n" + mermaid(TABLE))
 
 
-def test_readme_diagram_is_generated_from_the_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    before, rest = readme.split(START)
+def test_the_architecture_pages_diagram_is_generated_from_the_table() -> None:
+    page = ROOT / "docs" / "architecture.md"
+    before, rest = page.read_text(encoding="utf-8").split(START)
     _, after = rest.split(END)
-    _check_or_update(ROOT / "README.md", f"{before}{START}\n{mermaid(TABLE)}{END}{after}")
+    _check_or_update(page, f"{before}{START}\n{mermaid(TABLE)}{END}{after}")
 
 
 def test_a_changed_table_changes_the_diagram() -> None:

@@ -1,4 +1,4 @@
-"""Every Python block in the README runs; each provider's agent-loop block is short.
+"""Every Python block in the README and in ``docs/`` runs; each provider's agent-loop block is short.
 
 ``tests/test_typing.py`` checks every block with ``mypy --strict`` (the SDKs
 are pinned dev dependencies).  The provider blocks define functions only, so
@@ -16,16 +16,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS = [
+    block
+    for page in PAGES
+    for block in re.findall(r"^```python\n(.*?)^```$", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+]
 
 
 def _agent_loop_blocks() -> list[str]:
-    section = README.split("## Agent loops", 1)[1].split("\n## ", 1)[0]
+    providers = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
+    section = providers.split("## Agent loops", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)
 
 
-def test_the_readme_has_the_quick_start_and_one_agent_loop_block_per_provider() -> None:
-    assert len(BLOCKS) >= 6
+def test_the_readme_has_the_quick_start_and_one_agent_loop_and_docs_one_per_provider() -> None:
+    readme_blocks = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
+    assert len(readme_blocks) == 2
+    assert "providers import openai_chat" in readme_blocks[1]
     loops = _agent_loop_blocks()
     for module in ("openai_chat", "openai_responses", "anthropic", "gemini", "bedrock"):
         assert sum(f"providers import {module}" in block for block in loops) == 1, module

@@ -59,7 +59,7 @@ SLOW = [
     ),
 ]
 """The three-call thread runs with a disturbance (675,675 interleavings, about 9 minutes) and two calls of every
-behaviour are the long command documented in the README (Reliability)."""
+behaviour are the long command documented in docs/reliability.md."""
 
 
 @pytest.mark.parametrize("runner", ["asyncio", "threads"])

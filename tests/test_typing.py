@@ -66,8 +66,13 @@ def test_the_sdk_calls_type_check_and_the_typos_do_not() -> None:
 
 
 def _readme_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    """The README's Python blocks (the quick start first), then those of the pages in ``docs/``."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [
+        block
+        for page in pages
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    ]
 
 
 def test_every_python_block_of_the_readme_passes_mypy_strict(tmp_path: Path) -> None:
