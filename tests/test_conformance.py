@@ -775,3 +775,30 @@ def test_the_first_difference_is_found_without_recursion_and_reports_key_order()
     assert first_difference({"a": [1, {"b": "x" * 1000}]}, {"a": [1, {"b": "y"}]}) == ("$.a[1].b", "x" * 1000, "y")
     assert first_difference({"a": 1, "b": 2}, {"b": 2, "a": 1}) == ("$", {"a": 1, "b": 2}, {"b": 2, "a": 1})
     assert first_difference([1, 1.0], [1.0, 1]) is None
+
+
+def test_the_last_stderr_of_a_subject_that_exited_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A subject's last words can still sit in the pipe when it exits: the report must wait for the reader, not race
+    # it. The reader is held back until after the exit is seen; the wait is made unbounded so the test needs no clock.
+    import threading
+
+    from tool_call_closure.conformance import subject as subject_module
+
+    gate = threading.Event()
+    drain = ProcessSubject._drain
+
+    def held_back(self: ProcessSubject, stream: Any) -> None:
+        gate.wait()
+        drain(self, stream)
+
+    monkeypatch.setattr(ProcessSubject, "_drain", held_back)
+    monkeypatch.setattr(subject_module, "STDERR_DRAIN_SECONDS", None)
+    dying = tmp_path / "dying.py"
+    dying.write_text("import sys\nsys.stdin.readline()\nsys.stderr.write('boom')\nsys.exit(3)\n")
+    subject = ProcessSubject([sys.executable, str(dying)], timeout=5)
+    with pytest.raises(SubjectError, match="status 3"):
+        subject.send({"id": "1", "cmd": "hello"})
+    threading.Timer(0.2, gate.set).start()
+    text = subject.stderr_text()
+    subject.close()
+    assert text == "boom"

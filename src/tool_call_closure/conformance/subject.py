@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT: Final = 10.0
+# How long a report waits for the last stderr of a subject that exited (at once, unless its child holds the pipe).
+STDERR_DRAIN_SECONDS: Final = 2.0
 
 
 class SubjectError(Exception):
@@ -246,7 +248,8 @@ class ProcessSubject(Subject):
         assert self._process.stdout is not None
         assert self._process.stderr is not None
         self._lines = _LineReader(self._process.stdout)
-        threading.Thread(target=self._drain, args=(self._process.stderr,), daemon=True).start()
+        self._stderr_drain = threading.Thread(target=self._drain, args=(self._process.stderr,), daemon=True)
+        self._stderr_drain.start()
 
     def _drain(self, stream: IO[bytes]) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -254,6 +257,10 @@ class ProcessSubject(Subject):
                 self._stderr.append(chunk)
 
     def stderr_text(self) -> str:
+        if self._process.poll() is not None:
+            # The subject exited: what it wrote last may still be in the pipe. Its end of the pipe is closed, so
+            # the drain reaches end of file at once -- unless a child of the subject still holds it: bounded.
+            self._stderr_drain.join(timeout=STDERR_DRAIN_SECONDS)
         return b"".join(self._stderr).decode("utf-8", "replace")
 
     def alive(self) -> bool:
