@@ -21,9 +21,12 @@ module                    table format            payload item
 ``bedrock``               ``bedrock``             ``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?}}``
 ========================  ======================  =====================================
 
-Every provider module has the same public shape: ``ingest(value) -> Ingested``
-(:mod:`.calls`), a stream accumulator class with ``add(chunk_or_event)`` and
-``finish(unfinished=…)``, and ``render_tool_results(snapshot)``.  What they
+Every provider module has the same public shape, the provider contract
+(:mod:`.contract`): ``ingest(value) -> Ingested`` (:mod:`.calls`), a stream
+accumulator class ``Stream`` with ``add(chunk_or_event)`` and
+``finish(unfinished=…)``, ``render_records`` and ``render_tool_results``, and
+its next-request builder and preflight check also as ``next_request`` and
+``preflight``; :data:`PROVIDERS` lists the modules.  What they
 share is written once: :mod:`.reading` holds the one duck-typing rule (safe
 for any value: a reader raises ``UsageError`` or nothing), :mod:`.arguments`
 the one rule for a call's arguments (bounded JSON: a value too deep or too
@@ -50,12 +53,15 @@ from typing import Any, Final
 
 from tool_call_closure.providers import anthropic, bedrock, gemini, mistral, openai_chat, openai_responses
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.contract import ProviderModule
 from tool_call_closure.providers.streaming import UnfinishedPolicy
 from tool_call_closure.values import CallRecord
 
 __all__ = [
+    "PROVIDERS",
     "RENDERERS",
     "Ingested",
+    "ProviderModule",
     "ProviderRuleError",
     "SkippedItem",
     "ToolCall",
@@ -68,11 +74,11 @@ __all__ = [
     "openai_responses",
 ]
 
+PROVIDERS: Final[tuple[ProviderModule, ...]] = (openai_chat, openai_responses, anthropic, gemini, bedrock)
+"""The registry: every provider module, each checked against :class:`.contract.ProviderModule` by mypy here and by
+``tests/test_provider_contract.py`` at run time.  A new provider is a module and a line here (see CONTRIBUTING.md)."""
+
 RENDERERS: Final[Mapping[str, Callable[[Sequence[CallRecord], dict[str, Any]], list[dict[str, Any]]]]] = {
-    openai_chat.FORMAT: openai_chat.render_records,
-    openai_responses.FORMAT: openai_responses.render_records,
-    anthropic.FORMAT: anthropic.render_records,
-    gemini.FORMAT: gemini.render_records,
-    bedrock.FORMAT: bedrock.render_records,
+    provider.FORMAT: provider.render_records for provider in PROVIDERS
 }
 """Table export format -> renderer of a closed snapshot (its call records, and the memo kept for all its exports)."""

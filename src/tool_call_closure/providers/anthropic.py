@@ -72,9 +72,12 @@ __all__ = [
     "FORMAT",
     "PROVIDER",
     "AnthropicStream",
+    "Stream",
     "check_messages",
     "ingest",
     "next_messages",
+    "next_request",
+    "preflight",
     "render_records",
     "render_tool_results",
 ]
@@ -468,3 +471,9 @@ def next_messages(
     ]
     check_messages(messages)
     return messages
+
+
+# The provider contract (providers.contract): the same names in every provider module.
+Stream = AnthropicStream
+next_request = next_messages
+preflight = check_messages

@@ -74,9 +74,12 @@ __all__ = [
     "FORMAT",
     "PROVIDER",
     "BedrockStream",
+    "Stream",
     "check_messages",
     "ingest",
     "next_messages",
+    "next_request",
+    "preflight",
     "render_records",
     "render_tool_results",
 ]
@@ -450,3 +453,9 @@ def next_messages(
     messages: list[Any] = [_assistant_message(assistant), {"role": "user", "content": [*results, *extra]}]
     check_messages(messages)
     return messages
+
+
+# The provider contract (providers.contract): the same names in every provider module.
+Stream = BedrockStream
+next_request = next_messages
+preflight = check_messages

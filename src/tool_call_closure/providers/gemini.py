@@ -88,10 +88,13 @@ __all__ = [
     "PROVIDER",
     "SYNTHETIC_ID_PREFIX",
     "GeminiStream",
+    "Stream",
     "check_contents",
     "ingest",
     "is_synthetic_id",
     "next_contents",
+    "next_request",
+    "preflight",
     "render_records",
     "render_tool_results",
     "synthetic_id",
@@ -370,3 +373,9 @@ def next_contents(model_turn: object, function_responses: Sequence[GeminiPart]) 
     contents: list[Any] = [_model_content(model_turn), {"role": "user", "parts": parts}]
     check_contents(contents)
     return contents
+
+
+# The provider contract (providers.contract): the same names in every provider module.
+Stream = GeminiStream
+next_request = next_contents
+preflight = check_contents

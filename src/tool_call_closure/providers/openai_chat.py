@@ -82,10 +82,13 @@ __all__ = [
     "FORMAT",
     "PROVIDER",
     "ChatStream",
+    "Stream",
     "assistant_message",
     "check_messages",
     "ingest",
     "next_messages",
+    "next_request",
+    "preflight",
     "render_records",
     "render_tool_results",
 ]
@@ -483,3 +486,9 @@ def next_messages(
     messages: list[Any] = [assistant_message(assistant), *items(tool_messages, "openai_chat.next_messages")]
     check_messages(messages)
     return messages
+
+
+# The provider contract (providers.contract): the same names in every provider module.
+Stream = ChatStream
+next_request = next_messages
+preflight = check_messages

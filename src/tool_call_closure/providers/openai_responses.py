@@ -72,9 +72,12 @@ __all__ = [
     "FORMAT",
     "PROVIDER",
     "ResponsesStream",
+    "Stream",
     "check_input",
     "ingest",
     "next_input",
+    "next_request",
+    "preflight",
     "render_records",
     "render_tool_results",
 ]
@@ -406,3 +409,9 @@ def next_input(
         next_items = [*(_input_item(item) for item in source), *results]
     check_input(next_items, previous_response_id=previous_response_id)
     return next_items
+
+
+# The provider contract (providers.contract): the same names in every provider module.
+Stream = ResponsesStream
+next_request = next_input
+preflight = check_input
