@@ -34,7 +34,7 @@ def median_seconds(action: Callable[[], object], number: int) -> float:
 
 def succeed_costs() -> dict[str, float]:
     from tool_call_closure import ToolCallClosure
-    from tool_call_closure.ecma import json_stringify
+    from tool_call_closure.ecma_json import json_stringify
 
     calls = [{"id": f"call_{i}", "name": f"tool_{i % 7}"} for i in range(N)]
     ids = [f"call_{i}" for i in range(N)]

@@ -61,7 +61,8 @@ from crosshair_model import (
 )
 
 from tool_call_closure import ToolCallClosureError
-from tool_call_closure.ecma import is_blank, json_stringify, number_to_string, truncate_utf8, utf8_length
+from tool_call_closure.ecma import is_blank, number_to_string, truncate_utf8, utf8_length
+from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.machine.interpreter import MACHINE
 from tool_call_closure.machine.semantics import bounded_string, safe_positive_int
 

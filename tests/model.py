@@ -54,7 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from tool_call_closure.ecma import json_stringify, to_js_string, truncate_utf8
+from tool_call_closure.ecma import to_js_string, truncate_utf8
+from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import ToolCallClosureError
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Tests for the ECMAScript value semantics of ``_ecma`` (catalogue JS-1..JS-5, JS-9, NORM-6..NORM-8).
+"""Tests for the ECMAScript value semantics of ``ecma`` and ``ecma_json`` (catalogue JS-1..JS-5, JS-9, NORM-6..NORM-8).
 
 Two kinds of test:
 
@@ -34,12 +34,13 @@ from tool_call_closure.ecma import (
 )
 from tool_call_closure.ecma import (
     is_blank,
-    json_stringify,
     number_to_string,
     to_js_string,
     truncate_utf8,
     utf8_length,
 )
+from tool_call_closure.ecma_json import __all__ as ecma_json_all
+from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import UsageError
 
 # --------------------------------------------------------------------------- #
@@ -206,9 +207,7 @@ def test_public_surface() -> None:
     assert sorted(ecma_all) == [
         "ASCII_JS_WHITESPACE",
         "is_blank",
-        "json_stringify",
         "number_to_string",
-        "plain_json_text",
         "python_text",
         "python_text_truncated",
         "to_js_string",
@@ -216,6 +215,7 @@ def test_public_surface() -> None:
         "truncate_utf8",
         "utf8_length",
     ]
+    assert sorted(ecma_json_all) == ["json_stringify", "plain_json_text"]
 
 
 # --------------------------------------------------------------------------- #

@@ -21,7 +21,8 @@ from tool_call_closure import TableError, ToolCallClosure, UsageError, spec_file
 from tool_call_closure.conformance.conform import run_conformance
 from tool_call_closure.conformance.subject import InProcessSubject, Subject
 from tool_call_closure.conformance.vectors import load_vectors
-from tool_call_closure.ecma import json_stringify, to_js_string
+from tool_call_closure.ecma import to_js_string
+from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.machine import table as _table
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.table import TABLE, load_table
@@ -135,7 +136,7 @@ def test_close_reason_writes_are_refused() -> None:
     assert reason.code == "c"
 
 
-# --------------------------------------------------------------------------- ECMAScript conversions (_ecma)
+# --------------------------------------------------------------------------- ECMAScript conversions (ecma, ecma_json)
 
 
 def _notes(value: object) -> list[str]:

@@ -38,7 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, cast, final, overload
 
 from tool_call_closure.absent import ABSENT
-from tool_call_closure.ecma import json_stringify, truncate_utf8
+from tool_call_closure.ecma import truncate_utf8
+from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import TableError, UsageError, spec_error
 from tool_call_closure.inputs import CallInput, CloseReasonInput, Outcome
 from tool_call_closure.machine.context import (

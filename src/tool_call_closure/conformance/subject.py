@@ -103,7 +103,7 @@ def encode_request(request: dict[str, Any] | str) -> str:
     """The line a request is sent as (without its ``\\n``): ``JSON.stringify`` of it, or the text itself."""
     if isinstance(request, str):
         return request
-    from tool_call_closure.ecma import json_stringify
+    from tool_call_closure.ecma_json import json_stringify
 
     return json_stringify(request)
 

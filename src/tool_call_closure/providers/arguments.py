@@ -49,7 +49,7 @@ import math
 import re
 from typing import Any, Final, cast
 
-from tool_call_closure.ecma import json_stringify
+from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import LimitError, ToolCallClosureError
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.providers.reading import described, text

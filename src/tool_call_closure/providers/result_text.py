@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, TypeAlias
 
-from tool_call_closure.ecma import json_stringify
+from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.values import (
     CODE,
     CONTENT,
