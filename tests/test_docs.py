@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from tool_call_closure.machine.diagram import mermaid
+from tool_call_closure.machine.diagram import mermaid, transitions_markdown
 from tool_call_closure.machine.table import TABLE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +24,20 @@ def _check_or_update(path: Path, expected: str) -> None:
 
 def test_spec_diagram_is_generated_from_the_table() -> None:
     _check_or_update(ROOT / "spec" / "diagram.md", "# State diagrams\n\n" + mermaid(TABLE))
+
+
+def test_spec_transitions_listing_is_generated_from_the_table() -> None:
+    _check_or_update(ROOT / "spec" / "transitions.md", transitions_markdown(TABLE))
+
+
+def test_the_transitions_listing_has_every_row_once_in_table_order() -> None:
+    from tables import modified, row
+
+    listed = re.findall(r"^\| `([a-z_]+\.[a-z_]+\.[a-z_.]+)` \|", transitions_markdown(TABLE), flags=re.M)
+    assert listed == [r.id for r in TABLE.transitions]
+    changed = modified(lambda raw: row(raw, "close.commit.close").update(to=["error", "cancelled", "complete"]))
+    assert "error or cancelled or complete" in transitions_markdown(changed)
+    assert "error or cancelled or complete" not in transitions_markdown(TABLE)
 
 
 def test_the_architecture_pages_diagram_is_generated_from_the_table() -> None:
