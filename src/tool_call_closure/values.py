@@ -11,8 +11,8 @@ replaced, never modified, when its call settles (invariant I3).
 Each type has a *canonical JSON form*, the exact text the original's
 ``JSON.stringify`` gives for its value: camelCase keys, keys in the original's
 order, and the variant-dependent key sets of settlements and close reasons.
-``__json__`` returns that form as plain Python data; :func:`to_json` (in
-:mod:`._canonical`) turns it into text.
+``__json__`` returns that form as plain Python data; :func:`~tool_call_closure.closure.to_json`
+turns it into text.
 
 Records.  The instance keeps its own state as plain tuples — a
 :data:`CallRecord` per call, a :data:`SettlementRecord` per outcome, a
@@ -33,7 +33,7 @@ Two identity rules matter:
   (``eq=False``), and the closure accepts only the very object ``begin``
   returned, never a look-alike with the same generation number;
 * a :class:`Snapshot` compares by value, but exports accept only the very
-  objects this instance produced (an identity registry, see ``_machine``).
+  objects this instance produced (an identity registry, ``ToolCallClosure._records``).
 
 A :class:`TurnToken` is the opposite of a handle: plain data (a generation
 number) that compares by value.  It grants nothing; ``begin`` only compares

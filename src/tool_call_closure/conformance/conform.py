@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``conform`` drives a subject (the embedded reference by default, or any
 command that serves protocol v1) through every selected vector and compares
-each response with the vector's expectation (:mod:`._compare`: the text first,
+each response with the vector's expectation (:mod:`.compare`: the text first,
 then, for a line whose text differs, the parsed value).  Each vector
 ends in one of four outcomes, kept apart because they mean different things:
 

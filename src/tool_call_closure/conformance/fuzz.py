@@ -5,7 +5,7 @@ Theory of operation
 A *scenario* is a list of top-level protocol requests that starts with ``new``.
 :class:`Explorer` builds one request at a time and sends it to the reference
 (in process) and to the subject; the first pair of answers that differ
-(:mod:`._compare`) is a divergence.  Before drawing each request the explorer
+(:mod:`.compare`) is a divergence.  Before drawing each request the explorer
 knows what the reference knows: the current generation, its pending and
 settled call ids, which earlier results are open or closed snapshots, and the
 limits the scenario's ``new`` set.  So most requests are valid and aimed at live

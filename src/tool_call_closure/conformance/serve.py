@@ -3,13 +3,13 @@
 Theory of operation
 -------------------
 One :class:`Server` reads newline-delimited JSON requests, carries each out on
-the current :class:`~._closure.ToolCallClosure`, and writes one response line
+the current :class:`~tool_call_closure.closure.ToolCallClosure`, and writes one response line
 per request, in order.  It is the reference's face towards conformance
 runners, so it maps protocol values to Python values exactly as the protocol
 specifies and never lets a Python exception escape: every failure becomes an
 ``error`` response and the server keeps serving.
 
-Responses are written as :func:`~._closure.to_json` writes their values; a
+Responses are written as :func:`~tool_call_closure.closure.to_json` writes their values; a
 value that is a tree of the library's value objects (a snapshot, a settlement
 result) goes through json's C encoder instead, checked on the way to hold
 nothing that encoder writes differently (:class:`_ResponseText`).

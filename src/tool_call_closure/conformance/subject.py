@@ -19,7 +19,7 @@ subject's stderr is collected by a thread for reports.  A subject that dies or
 times out raises :class:`SubjectError`, which runners report as *errored* (the
 harness broke), never as *failed* (the behaviour differs).
 
-:class:`InProcessSubject` runs the reference's own :class:`~._serve.Server`
+:class:`InProcessSubject` runs the reference's own :class:`~.serve.Server`
 in this process: the same bytes, without a subprocess.
 """
 

@@ -5,10 +5,10 @@ Theory of operation
 The table is portable data: any language can load it with its standard JSON
 parser.  This module turns it into frozen Python objects and refuses a table
 that could not be executed faithfully.  It knows nothing about *what* guards
-and effects do; :mod:`._machine` binds the names to code and compiles the rows
-into dispatch tuples.
+and effects do; :mod:`.semantics` gives the names their code, and
+:mod:`.compiler` and :mod:`.interpreter` run the rows.
 
-The validator refuses, each with a :class:`~._errors.TableError` that names the
+The validator refuses, each with a :class:`~tool_call_closure.errors.TableError` that names the
 offending part:
 
 * structure: a missing or mistyped field, a duplicate id;
@@ -225,7 +225,7 @@ def _catalogue(value: Any, where: str) -> tuple[str, ...]:
 def parse_table(raw: Any) -> Table:
     """Validate the decoded JSON of a table and return it as a :class:`Table`.
 
-    Raises :class:`~._errors.TableError` naming the first problem found.
+    Raises :class:`~tool_call_closure.errors.TableError` naming the first problem found.
     """
     top = _obj(raw, "table")
     if top.get("format") != FORMAT:
