@@ -7,6 +7,7 @@ The contracts live in ``pyproject.toml`` (``[tool.importlinter]``); the README's
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import subprocess
 import sys
@@ -160,3 +161,38 @@ def test_every_export_format_of_the_table_is_rendered_by_one_provider_module() -
     assert set(RENDERERS) == formats
     modules = (openai_chat, openai_responses, anthropic, gemini, bedrock)
     assert {m.FORMAT: m.render_records for m in modules} == dict(RENDERERS)
+
+
+def _package_dirs() -> list[Path]:
+    return sorted(path.parent for path in PACKAGE.rglob("__init__.py"))
+
+
+def _members(package_dir: Path) -> set[str]:
+    """The modules and subpackages of a package, by name."""
+    modules = {path.stem for path in package_dir.glob("*.py")} - {"__init__", "__main__"}
+    return modules | {path.name for path in package_dir.iterdir() if (path / "__init__.py").exists()}
+
+
+def _mentioned(doc: str, name: str) -> bool:
+    return re.search(rf"``{name}/?``|:mod:`~?\.{name}`", doc) is not None
+
+
+@pytest.mark.parametrize("package_dir", _package_dirs(), ids=lambda path: path.name)
+def test_each_package_map_names_every_module_it_holds(package_dir: Path) -> None:
+    # A newcomer reads a package's __init__ to find where a thing lives: its map must be complete.
+    doc = (package_dir / "__init__.py").read_text(encoding="utf-8").split('"""')[1]
+    missing = sorted(name for name in _members(package_dir) if not _mentioned(doc, name))
+    assert not missing, f"{package_dir.name}/__init__.py does not name {missing}"
+
+
+@pytest.mark.parametrize("package_dir", _package_dirs(), ids=lambda path: path.name)
+def test_each_package_map_names_only_modules_that_exist(package_dir: Path) -> None:
+    doc = (package_dir / "__init__.py").read_text(encoding="utf-8").split('"""')[1]
+    named = set(re.findall(r"^``(\w+)/?``\s", doc, flags=re.M)) | set(re.findall(r":mod:`~?\.(\w+)`", doc))
+    assert named <= _members(package_dir) | {"node"}, sorted(named - _members(package_dir))
+
+
+def test_a_package_map_missing_a_module_is_caught() -> None:
+    assert _mentioned("``table``  load it", "table")
+    assert _mentioned("see :mod:`.table`", "table")
+    assert not _mentioned("``tables``  load them", "table")

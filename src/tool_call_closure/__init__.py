@@ -3,6 +3,27 @@
 The reference implementation of the tool-call-closure state machine.  The
 machine itself is data (``spec/machine.json``, shipped in this package); the
 code here interprets it.  Start with :class:`ToolCallClosure`.
+
+The layers, from the bottom (import-linter keeps each one from importing
+those above it):
+
+==================  ==========================================================
+module / package    what lives there
+==================  ==========================================================
+``errors``          the one error root and its kinds; ``absent``: ``ABSENT``;
+``absent``          JavaScript's ``undefined``; ``inputs``: what callers pass
+``inputs``          (typed dicts of calls, outcomes, close reasons)
+``spec_files``      the shipped ``spec/`` files, found in the package
+``ecma``            the original's JavaScript primitives on Python values
+``ecma_json``       ``JSON.stringify`` for Python values (success content)
+``values``          the frozen values handed out: snapshots, results, handles
+``machine/``        the transition table, its generated code and its meanings
+``providers/``      one module per provider API: ingest, stream, render, check
+``closure``         the public class :class:`ToolCallClosure`
+``runners/``        run a batch's tools, each call ending exactly once
+``conformance/``    the kit for ports: protocol subject, vectors, fuzzing
+``cli/``            the ``tool-call-closure`` command
+==================  ==========================================================
 """
 
 from tool_call_closure.closure import ToolCallClosure, create_tool_call_closure, to_json

@@ -1,4 +1,16 @@
-"""The ``tool-call-closure`` command line: a thin shell over the public API and the conformance kit."""
+"""The ``tool-call-closure`` command line: a thin shell over the public API and the conformance kit.
+
+==================  ==========================================================
+module              what lives there
+==================  ==========================================================
+``main``            the argument parser and every subcommand's entry
+``outputs``         the output paths a long command writes, checked before it
+                    runs
+``demo``            ``demo``: the guarantees shown on a scripted batch
+``bench``           ``bench``: the benchmark against the original on Node
+``bench_baseline``  the hand-written closure the benchmark compares against
+==================  ==========================================================
+"""
 
 from tool_call_closure.cli.main import main
 

@@ -7,6 +7,7 @@ module                    what lives there
 ``context``               what an operation works on: the instance protocol, the run record,
                           one typed context per operation
 ``semantics``             what each guard, effect, result, observed kind and target rule means
+``compiler``              generate one Python function per operation from the table (what runs)
 ``interpreter``           compile the table into dispatch tuples and run an operation by it
 ``diagram``               the table's state diagrams (Mermaid), as the README shows them
 ========================  ==================================================================

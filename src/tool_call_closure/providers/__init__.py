@@ -43,7 +43,7 @@ message list the way the provider does (``check_messages`` / ``check_input``
 provider's own error text.
 
 The text every format carries for a call is the same (ADP-5,
-:func:`.result_text.result_text`).
+:func:`.result_text.result_text`, in ``result_text``).
 """
 
 from __future__ import annotations

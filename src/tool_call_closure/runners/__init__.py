@@ -9,8 +9,12 @@ call, fencing, immutable snapshots — hold whatever the tools do.  Two
 runners share one set of batch rules (:mod:`.batch`) and one vocabulary of
 outcome codes (:mod:`.outcomes`):
 
-* :func:`run_tool_calls` — ``async`` tools on the running asyncio loop;
-* :func:`run_tool_calls_in_threads` — synchronous tools on a thread pool.
+* :func:`run_tool_calls` — ``async`` tools on the running asyncio loop
+  (``asyncio_runner``);
+* :func:`run_tool_calls_in_threads` — synchronous tools on a thread pool
+  (``thread_runner``).
+
+Their shared arguments are checked once, in ``options``.
 
 Both take the calls as :class:`~tool_call_closure.providers.calls.ToolCall`
 values (what ingestion produces), a per-call timeout, a batch deadline, an
