@@ -96,3 +96,38 @@ def test_mypy_refuses_a_registered_module_that_lacks_a_piece(tmp_path: Path) -> 
     )
     assert done.returncode == 1, done.stdout
     assert 'variable has type "tuple[ProviderModule, ...]"' in done.stdout
+
+
+def test_a_stream_not_built_on_the_shared_base_is_refused() -> None:
+    from tool_call_closure.providers import openai_chat
+    from tool_call_closure.providers.streaming import TurnAccumulator
+
+    class Standalone:  # add and finish of its own: the unfinished-turn policy would be written twice
+        def add(self, event: object) -> tuple[()]:
+            return ()
+
+        def finish(self) -> None:
+            return None
+
+    class Incomplete(TurnAccumulator):  # the base, but no calls of its own
+        READER = "Incomplete"
+        CUT = "no end"
+
+        def add(self, event: object) -> tuple[()]:
+            return ()
+
+    for stream, problem in ((Standalone, "must derive from"), (Incomplete, "must define _calls_so_far")):
+        fake = types.ModuleType("sixth")
+        for name in [*PIECES, "__all__"]:
+            setattr(fake, name, getattr(openai_chat, name))
+        fake.Stream = stream
+        with pytest.raises(UsageError, match=problem):
+            check_provider_module(fake)
+
+
+@pytest.mark.parametrize("module", PROVIDERS, ids=[m.PROVIDER for m in PROVIDERS])
+def test_every_stream_answers_an_unfinished_turn_by_the_one_shared_policy(module: types.ModuleType) -> None:
+    stream = module.Stream()
+    with pytest.raises(UsageError, match=rf"{stream.READER}\.finish: unfinished must be 'answer' or 'run_complete'"):
+        stream.finish(unfinished="run_all")
+    assert stream.finish(unfinished="run_complete").calls == ()

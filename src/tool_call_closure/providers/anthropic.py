@@ -65,7 +65,7 @@ from tool_call_closure.providers.sdk_types import (
     AnthropicMessageParam,
     AnthropicToolResultBlockParam,
 )
-from tool_call_closure.providers.streaming import TurnState, UnfinishedPolicy, finish_turn
+from tool_call_closure.providers.streaming import TurnAccumulator
 from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
@@ -191,20 +191,21 @@ def _piece(raw: object, what: str) -> str:
     return text_or_none(raw, f"AnthropicStream.add: the {what}") or ""
 
 
-class AnthropicStream:
+class AnthropicStream(TurnAccumulator):
     """Accumulates Messages stream events (SDK objects or dicts) into calls and the whole assistant turn.
 
     ``add(event)`` returns the call a ``content_block_stop`` completed;
     ``finish()`` returns every call, incomplete ones with a ``problem``.
     """
 
-    __slots__ = ("_blocks", "_id", "_skipped", "_turn")
+    __slots__ = ("_blocks", "_id")
+    READER = "AnthropicStream"
+    CUT = "no stop_reason"
 
     def __init__(self) -> None:
+        super().__init__()
         self._blocks: dict[int, _Block] = {}  # content block index -> the block (in start order)
-        self._skipped: list[SkippedItem] = []
         self._id: str | None = None  # the message's id, from message_start
-        self._turn = TurnState()
 
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any.
@@ -292,13 +293,8 @@ class AnthropicStream:
             arguments = text_arguments(joined)
         return make_call(PROVIDER, block.echo["id"], block.echo["name"], arguments, block.problem)
 
-    def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
-        """Every call of the stream, in order; a block never stopped carries a ``problem``.
-
-        ``unfinished`` is the policy for a stream that ended before the
-        message's ``stop_reason`` (:mod:`.streaming`).  ``finish`` changes
-        nothing: it may be called again.
-        """
+    def _calls_so_far(self) -> list[ToolCall]:
+        """Every tool_use block, in start order; one never stopped carries a ``problem``."""
         cause = incomplete_problem(self._turn.stop_reason)
         calls = [
             block.call
@@ -313,7 +309,7 @@ class AnthropicStream:
             for block in self._blocks.values()
             if block.kind == "tool_use"
         ]
-        return finish_turn("AnthropicStream.finish", self._turn, calls, self._skipped, unfinished, "no stop_reason")
+        return calls
 
     def assistant_message(self) -> AnthropicMessageParam:
         """The assistant turn as streamed, every block in order (thinking and its signature included)."""

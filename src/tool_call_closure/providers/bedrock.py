@@ -67,7 +67,7 @@ from tool_call_closure.providers.reading import (
 )
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import BedrockContentBlock, BedrockMessage
-from tool_call_closure.providers.streaming import TurnState, UnfinishedPolicy, finish_turn
+from tool_call_closure.providers.streaming import TurnAccumulator
 from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
@@ -192,20 +192,21 @@ def _read_delta(delta: object) -> _Delta:
     return _Delta(kind, kept, redacted if isinstance(redacted, bytes | str) else None, None)
 
 
-class BedrockStream:
+class BedrockStream(TurnAccumulator):
     """Accumulates ``converse_stream`` events into calls and the whole assistant turn.
 
     ``add(event)`` returns the call a ``contentBlockStop`` completed;
     ``finish()`` returns every call, incomplete ones with a ``problem``.
     """
 
-    __slots__ = ("_blocks", "_skipped", "_started", "_turn")
+    __slots__ = ("_blocks", "_started")
+    READER = "BedrockStream"
+    CUT = "no messageStop"
 
     def __init__(self) -> None:
+        super().__init__()
         self._blocks: dict[int, _Block] = {}  # contentBlockIndex -> its block, in the order they opened
-        self._skipped: list[SkippedItem] = []
         self._started = False
-        self._turn = TurnState()
 
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any.
@@ -285,13 +286,8 @@ class BedrockStream:
         block.call = make_call(PROVIDER, block.id, block.name, text_arguments("".join(block.input)), block.problem)
         return (block.call,)
 
-    def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
-        """Every call of the stream, in order; a block never stopped carries a ``problem``.
-
-        ``unfinished`` is the policy for a stream that ended before
-        ``messageStop`` (:mod:`.streaming`).  ``finish`` changes nothing: it
-        may be called again.
-        """
+    def _calls_so_far(self) -> list[ToolCall]:
+        """Every toolUse block, in the order they opened; one never stopped carries a ``problem``."""
         cause = incomplete_problem(self._turn.stop_reason)
         calls = [
             block.call
@@ -300,7 +296,7 @@ class BedrockStream:
             for block in self._blocks.values()
             if block.kind == "toolUse"
         ]
-        return finish_turn("BedrockStream.finish", self._turn, calls, self._skipped, unfinished, "no messageStop")
+        return calls
 
     def assistant_message(self) -> BedrockMessage:
         """The assistant turn as streamed: its text, reasoning and ``toolUse`` blocks, in order."""

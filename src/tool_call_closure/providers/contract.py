@@ -15,7 +15,8 @@ name                        what it is
 ``PROVIDER``                the ``provider`` of the :class:`~.calls.ToolCall`\\ s it ingests
 ``FORMAT``                  the export format the table names (``spec/machine.json``)
 ``ingest(value)``           the calls of one model turn, as an :class:`~.calls.Ingested`
-``Stream``                  the stream accumulator class (``add(event)``, ``finish(...)``)
+``Stream``                  the stream accumulator class: a :class:`~.streaming.TurnAccumulator`
+                            with its own ``add(event)`` and ``_calls_so_far()``
 ``render_records``          the renderer of the format: call records → payload items
 ``render_tool_results``     the same for a snapshot built outside an instance
 ``next_request``            the module's next-request builder (``next_messages`` …)
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, ToolCall
-from tool_call_closure.providers.streaming import UnfinishedPolicy
+from tool_call_closure.providers.streaming import TurnAccumulator, UnfinishedPolicy
 from tool_call_closure.values import CallRecord, Snapshot
 
 __all__ = ["ProviderModule", "StreamAccumulator", "check_provider_module"]
@@ -94,9 +95,14 @@ def check_provider_module(module: ModuleType) -> None:
     stream = getattr(module, "Stream", None)
     if not inspect.isclass(stream):
         raise UsageError(f"provider module {name} must define Stream, its stream accumulator class")
-    for method in ("add", "finish"):
-        if not callable(getattr(stream, method, None)):
-            raise UsageError(f"provider module {name}: Stream ({stream.__name__}) must define {method}()")
+    if not issubclass(stream, TurnAccumulator):
+        raise UsageError(
+            f"provider module {name}: Stream ({stream.__name__}) must derive from providers.streaming.TurnAccumulator"
+        )
+    if not callable(getattr(stream, "add", None)):
+        raise UsageError(f"provider module {name}: Stream ({stream.__name__}) must define add()")
+    if stream._calls_so_far is TurnAccumulator._calls_so_far:
+        raise UsageError(f"provider module {name}: Stream ({stream.__name__}) must define _calls_so_far()")
     for function in _FUNCTIONS[:1]:
         if len(inspect.signature(getattr(module, function)).parameters) < 1:
             raise UsageError(f"provider module {name}: {function}() must take the value to read")

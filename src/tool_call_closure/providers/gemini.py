@@ -80,7 +80,7 @@ from tool_call_closure.providers.reading import (
 )
 from tool_call_closure.providers.result_text import record_error_object
 from tool_call_closure.providers.sdk_types import GeminiContent, GeminiPart
-from tool_call_closure.providers.streaming import TurnState, UnfinishedPolicy, finish_turn
+from tool_call_closure.providers.streaming import TurnAccumulator
 from tool_call_closure.values import CONTENT, STATUS, CallRecord, Snapshot, call_records
 
 __all__ = [
@@ -205,18 +205,19 @@ def ingest(value: object) -> Ingested:
     return Ingested.of(calls, skipped, finish)
 
 
-class GeminiStream:
+class GeminiStream(TurnAccumulator):
     """Accumulates ``generate_content_stream`` chunks into calls; a call completes when its part arrives."""
 
-    __slots__ = ("_calls", "_parts", "_response_id", "_skipped", "_turn", "_turn_tag")
+    __slots__ = ("_calls", "_parts", "_response_id", "_turn_tag")
+    READER = "GeminiStream"
+    CUT = "no finish_reason"
 
     def __init__(self) -> None:
+        super().__init__()
         self._calls: list[ToolCall] = []
-        self._skipped: list[SkippedItem] = []
         self._parts: list[Any] = []  # every part of the model's turn, as the echo carries it
         self._response_id: str | None = None
         self._turn_tag: str | None = None  # the <turn> of the synthetic ids, fixed by the first chunk
-        self._turn = TurnState()
 
     def add(self, chunk: object) -> tuple[ToolCall, ...]:
         """Take one chunk; returns the calls it carried.
@@ -254,17 +255,9 @@ class GeminiStream:
             self._turn.end(finish)
         return tuple(completed)
 
-    def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
-        """Every call of the stream, in order.
-
-        ``unfinished`` is the policy for a stream that ended before a
-        ``finish_reason`` (:mod:`.streaming`): the calls that arrived are
-        complete, and are run only with ``"run_complete"``.  ``finish``
-        changes nothing: it may be called again.
-        """
-        return finish_turn(
-            "GeminiStream.finish", self._turn, self._calls, self._skipped, unfinished, "no finish_reason"
-        )
+    def _calls_so_far(self) -> list[ToolCall]:
+        """The calls that arrived: each is complete (a Gemini call arrives whole, in one part)."""
+        return self._calls
 
     def model_content(self) -> GeminiContent:
         """The model's turn as streamed: one ``Content`` with every part, in order (thought signatures intact)."""

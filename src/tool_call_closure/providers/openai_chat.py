@@ -75,7 +75,7 @@ from tool_call_closure.providers.sdk_types import (
     ChatCompletionMessageParam,
     ChatCompletionToolMessageParam,
 )
-from tool_call_closure.providers.streaming import TurnState, UnfinishedPolicy, finish_turn
+from tool_call_closure.providers.streaming import TurnAccumulator
 from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
@@ -248,23 +248,25 @@ def _read_chunk(chunk: object, choice_index: int) -> _Chunk:
     return _Chunk(chunk_id, content, refusal, fragments, finish)
 
 
-class ChatStream:
+class ChatStream(TurnAccumulator):
     """Accumulates ``ChatCompletionChunk`` deltas (SDK objects or dicts) of one choice into calls.
 
     ``add(chunk)`` for every chunk, then ``finish()``.  Chat streams mark no
     end of a single call, so every call is complete only at ``finish()``.
     """
 
-    __slots__ = ("_at_index", "_calls", "_choice", "_content", "_id", "_refusal", "_turn")
+    __slots__ = ("_at_index", "_calls", "_choice", "_content", "_id", "_refusal")
+    READER = "ChatStream"
+    CUT = "no finish_reason"
 
     def __init__(self, choice: int = 0) -> None:
+        super().__init__()
         self._choice = choice
         self._id: str | None = None  # the completion's id, from its first chunk that has one
         self._calls: list[_Partial] = []
         self._at_index: dict[int, int] = {}  # delta index -> position in _calls of the call now at that index
         self._content: list[str] = []
         self._refusal: list[str] = []
-        self._turn = TurnState()
 
     def add(self, chunk: object) -> tuple[ToolCall, ...]:
         """Take one chunk; returns the calls it completed (always none for Chat: see ``finish``).
@@ -317,15 +319,9 @@ class ChatStream:
             partial.arguments.append(fragment.arguments)
         partial.problem = partial.problem or fragment.problem
 
-    def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
-        """Every call of the stream; incomplete ones (cut, truncated, invalid JSON) carry a ``problem``.
-
-        ``unfinished`` is the policy for a stream that never sent its
-        ``finish_reason`` (:mod:`.streaming`): ``"answer"`` (every call is
-        answered, none run) or ``"run_complete"`` (the calls before the last
-        one run when their arguments are valid).  ``finish`` changes nothing:
-        it may be called again, with either policy.
-        """
+    def _calls_so_far(self) -> list[ToolCall]:
+        """Every call, in order.  Chat marks no end of a single call: only the last can be cut (by the stream's
+        end, or by the output limit), so the calls before it are complete."""
         calls: list[ToolCall] = []
         for position, partial in enumerate(self._calls):
             reason = None
@@ -336,12 +332,14 @@ class ChatStream:
                     reason = TRUNCATED.format(reason="length")
             arguments = text_arguments("".join(partial.arguments))
             calls.append(make_call(PROVIDER, partial.id, partial.name, arguments, partial.problem or reason))
-        skipped = [
+        return calls
+
+    def _skipped_items(self) -> list[SkippedItem]:
+        return [
             SkippedItem(-1, kind, f"the message's {kind} is not a tool call")
             for kind, pieces in (("content", self._content), ("refusal", self._refusal))
             if pieces
         ]
-        return finish_turn("ChatStream.finish", self._turn, calls, skipped, unfinished, "no finish_reason")
 
     def assistant_message(self) -> ChatCompletionAssistantMessageParam:
         """The assistant turn as streamed: its text, refusal and every call with an id, for the next request."""

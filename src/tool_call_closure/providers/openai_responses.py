@@ -65,7 +65,7 @@ from tool_call_closure.providers.reading import (
 )
 from tool_call_closure.providers.result_text import export_rows
 from tool_call_closure.providers.sdk_types import ResponsesFunctionCallOutput, ResponsesInputItem
-from tool_call_closure.providers.streaming import TurnState, UnfinishedPolicy, finish_turn
+from tool_call_closure.providers.streaming import TurnAccumulator
 from tool_call_closure.values import CallRecord, Snapshot, call_records
 
 __all__ = [
@@ -203,22 +203,23 @@ def _read_event(event: object) -> _Event:
     )
 
 
-class ResponsesStream:
+class ResponsesStream(TurnAccumulator):
     """Accumulates Responses stream events (SDK objects or dicts) into calls.
 
     ``add(event)`` for every event returns the calls that event completed;
     ``finish()`` returns every call, incomplete ones with a ``problem``.
     """
 
-    __slots__ = ("_by_key", "_id", "_order", "_sequence", "_skipped", "_turn")
+    __slots__ = ("_by_key", "_id", "_order", "_sequence")
+    READER = "ResponsesStream"
+    CUT = "no response.completed"
 
     def __init__(self) -> None:
+        super().__init__()
         self._by_key: dict[str, _Item] = {}  # item id (fc_…), or "#<output_index>" -> the item it announced
         self._order: list[_Item] = []
-        self._skipped: list[SkippedItem] = []
         self._id: str | None = None  # the response's id, from response.created
         self._sequence = -1  # the last sequence_number taken
-        self._turn = TurnState()
 
     def add(self, event: object) -> tuple[ToolCall, ...]:
         """Take one event; returns the call it completed, if any.
@@ -279,13 +280,8 @@ class ResponsesStream:
             self._turn.stop_reason = self._turn.stop_reason or read.stop or "failed"
         return ()
 
-    def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
-        """Every call of the stream, in order; a call never completed carries a ``problem``.
-
-        ``unfinished`` is the policy for a stream that ended before
-        ``response.completed`` / ``response.incomplete`` (:mod:`.streaming`).
-        ``finish`` changes nothing: it may be called again.
-        """
+    def _calls_so_far(self) -> list[ToolCall]:
+        """Every function_call item, in output order; one not done carries a ``problem``."""
         cause = incomplete_problem(self._turn.stop_reason, "the response ended")
         calls = [
             entry.call
@@ -294,8 +290,10 @@ class ResponsesStream:
             for entry in self._order
             if entry.kind == "function_call"
         ]
-        ended = "no response.completed" if self._turn.stop_reason is None else f"response {self._turn.stop_reason}"
-        return finish_turn("ResponsesStream.finish", self._turn, calls, self._skipped, unfinished, ended)
+        return calls
+
+    def _cut(self) -> str:
+        return self.CUT if self._turn.stop_reason is None else f"response {self._turn.stop_reason}"
 
     def output_items(self) -> list[ResponsesInputItem]:
         """The response's output as input items for the next request: every item done, and every call.

@@ -40,18 +40,23 @@ their structure collides (a second ``messageStart``, a block index reused).
   was cut, the ones before it were confirmed).
 
 In both first cases :attr:`.Ingested.unfinished` says why.
+
+Every accumulator derives from :class:`TurnAccumulator`, which holds the
+turn's state and the skipped items and implements ``finish`` once; a
+provider module says only which calls it has so far (``_calls_so_far``) and how a
+stream that never ended is described (``_cut``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final, Literal, TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import ClassVar, Final, Literal, TypeAlias
 
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import Ingested, SkippedItem, ToolCall
 from tool_call_closure.providers.reading import described
 
-__all__ = ["UNFINISHED_POLICIES", "TurnState", "UnfinishedPolicy", "finish_turn"]
+__all__ = ["UNFINISHED_POLICIES", "TurnAccumulator", "TurnState", "UnfinishedPolicy", "finish_turn"]
 
 UnfinishedPolicy: TypeAlias = Literal["answer", "run_complete"]
 """What ``finish()`` does with the complete calls of a turn that never finished: answer them (default) or run them."""
@@ -114,3 +119,43 @@ def finish_turn(
             calls = [call.with_problem(answered) for call in calls]
         return Ingested.of(calls, skipped, state.stop_reason, why)
     return Ingested.of(calls, skipped, state.stop_reason)
+
+
+class TurnAccumulator:
+    """The base of every provider's stream accumulator: the turn's state, the skipped items, ``finish``.
+
+    A subclass names itself (``READER``, for error messages), takes events in
+    its own ``add`` and answers :meth:`_calls_so_far`: every call of the stream so
+    far, in order, an incomplete one with its ``problem``.
+    """
+
+    __slots__ = ("_skipped", "_turn")
+    READER: ClassVar[str]  # the accumulator's class name, as messages show it
+    CUT: ClassVar[str]  # how a stream that never sent its end of turn is described
+
+    def __init__(self) -> None:
+        self._turn = TurnState()
+        self._skipped: list[SkippedItem] = []
+
+    def finish(self, *, unfinished: UnfinishedPolicy = "answer") -> Ingested:
+        """Every call of the stream, in order; a call that did not complete carries a ``problem``.
+
+        ``unfinished`` is the policy for a stream that ended before the
+        provider's end of turn (the module docstring of
+        :mod:`tool_call_closure.providers.streaming`): ``"answer"`` (every
+        call is answered, none run) or ``"run_complete"`` (the calls that
+        completed run).  ``finish`` changes nothing: it may be called again,
+        with either policy.
+        """
+        return finish_turn(
+            f"{self.READER}.finish", self._turn, self._calls_so_far(), self._skipped_items(), unfinished, self._cut()
+        )
+
+    def _calls_so_far(self) -> Sequence[ToolCall]:
+        raise NotImplementedError
+
+    def _skipped_items(self) -> Sequence[SkippedItem]:
+        return self._skipped
+
+    def _cut(self) -> str:
+        return self.CUT
