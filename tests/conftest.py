@@ -5,7 +5,7 @@ Profiles (select with HYPOTHESIS_PROFILE):
 * ``ci`` — loaded automatically when ``CI`` is set (``.ci/run`` sets it):
   Hypothesis's built-in ci profile (derandomized, no database, no deadline),
   bounded so the whole suite fits the CI budget;
-* ``dev`` — the default locally: random, a little larger;
+* ``dev`` — the default locally: random, as large as ``ci``;
 * ``long`` — for the documented long runs (many more examples and steps).
 """
 
@@ -22,7 +22,7 @@ settings.register_profile(
     stateful_step_count=30,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("dev", max_examples=150, deadline=None, stateful_step_count=40)
+settings.register_profile("dev", max_examples=100, deadline=None, stateful_step_count=30)
 settings.register_profile(
     "long",
     max_examples=5000,

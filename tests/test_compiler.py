@@ -76,6 +76,7 @@ def test_the_vectors_fire_every_row_through_the_compiled_path() -> None:
     assert fired == {r.id for r in TABLE.transitions}
 
 
+@pytest.mark.slow  # a long BFS, every step twice
 def test_compiled_and_walked_tables_agree_on_every_bfs_reachable_step() -> None:
     """Every transition the bounded model check explores, replayed on the walk from the same state."""
     sys.path.insert(0, str(PROOFS))

@@ -614,6 +614,7 @@ def test_a_fuzz_vector_that_calls_a_d8_export_is_tagged_with_the_deviation(tmp_p
 RECHECK_ROWS = [r.id for r in TABLE.transitions if r.phase == "recheck"]
 
 
+@pytest.mark.slow  # the table-kill check: every row broken in turn, every vector run against each
 def test_every_recheck_row_is_killed_by_a_vector_whose_outcome_differs_when_the_recheck_is_skipped() -> None:
     """Deleting a recheck row (or changing its answer) must make some vector fail: BEG-5, SET-9, CLO-5, RE-*."""
     from tool_call_closure.conformance.coverage import kill_coverage
@@ -625,6 +626,7 @@ def test_every_recheck_row_is_killed_by_a_vector_whose_outcome_differs_when_the_
         assert observable, f"{row_id}: no reentrancy-recheck-* vector fails when it is broken"
 
 
+@pytest.mark.slow
 def test_every_table_mutant_is_killed_or_documented_as_equivalent() -> None:
     from tool_call_closure.conformance.coverage import kill_report
 

@@ -33,6 +33,9 @@ import pytest
 if importlib.util.find_spec("crosshair") is None:
     pytest.skip("crosshair-tool is not installed (pip install crosshair-tool==0.0.113)", allow_module_level=True)
 
+# Symbolic execution takes minutes: the second test command (python -m pytest -m slow) runs these.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PROOFS = ROOT / "proofs"
 RUNNER = PROOFS / "run_crosshair.py"

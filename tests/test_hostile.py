@@ -298,8 +298,8 @@ DEPTHS = [
     ("tuple", 10_000),
     ("dict", 10_000),
     ("mixed", 10_000),
-    ("list", 100_000),
-    ("mixed", 100_000),
+    pytest.param("list", 100_000, marks=pytest.mark.slow),
+    pytest.param("mixed", 100_000, marks=pytest.mark.slow),
 ]
 if LONG:
     DEPTHS += [("tuple", 100_000), ("dict", 100_000)]

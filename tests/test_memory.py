@@ -166,6 +166,7 @@ def live_blocks() -> int:
     return sys.getallocatedblocks()
 
 
+@pytest.mark.slow
 def test_a_million_operations_stay_within_the_limits() -> None:
     closure = new_closure()
     rng = random.Random(1)
@@ -195,6 +196,7 @@ def test_a_million_operations_stay_within_the_limits() -> None:
     assert blocks_after - blocks_before < 2_000  # no growth proportional to 10**6 operations
 
 
+@pytest.mark.slow
 def test_traced_memory_does_not_grow_with_the_number_of_operations() -> None:
     closure = new_closure()
     rng = random.Random(2)

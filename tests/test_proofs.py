@@ -126,23 +126,36 @@ RUNS: dict[str, tuple[list[str], str | None, bool]] = {
 
 
 class Runs:
-    """The scripts' processes, started together; ``result(name)`` waits for one and returns (rc, output)."""
+    """The scripts' processes, each started by the first test that asks for its result.
+
+    Started on demand, not all at once: the fast tier asks for a few cheap runs only, and each
+    pytest-xdist worker builds its own instance, so an eager start would run every script once per
+    worker whatever the tests selected.
+    """
 
     def __init__(self, directory: Path) -> None:
-        env = dict(os.environ)
+        self.env = dict(os.environ)
         # The scripts import the same tool_call_closure this test process imports (installed or not).
         package_root = str(Path(tool_call_closure.__file__).resolve().parents[1])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, self.env.get("PYTHONPATH")) if p)
+        self.directory = directory
         self.processes: dict[str, subprocess.Popen[str]] = {}
-        for name, (args, mutant, z3_needed) in RUNS.items():
-            if z3_needed and not HAS_Z3:
-                continue
-            if mutant is not None:
-                args = [*args, str(self._write(directory, mutant))]
-            self.processes[name] = subprocess.Popen(
-                [sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-            )
         self.results: dict[str, tuple[int, str]] = {}
+
+    def start(self, name: str) -> subprocess.Popen[str]:
+        if name not in self.processes:
+            args, mutant, _ = RUNS[name]
+            if mutant is not None:
+                args = [*args, str(self._write(self.directory, mutant))]
+            self.processes[name] = subprocess.Popen(
+                [sys.executable, *args],
+                cwd=ROOT,
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        return self.processes[name]
 
     @staticmethod
     def _write(directory: Path, mutant: str) -> Path:
@@ -155,8 +168,9 @@ class Runs:
 
     def result(self, name: str) -> tuple[int, str]:
         if name not in self.results:
-            output, _ = self.processes[name].communicate(timeout=600)
-            self.results[name] = (self.processes[name].returncode, output)
+            process = self.start(name)
+            output, _ = process.communicate(timeout=600)
+            self.results[name] = (process.returncode, output)
         return self.results[name]
 
     def close(self) -> None:
@@ -177,6 +191,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
 
 
 @needs_z3
+@pytest.mark.slow
 def test_prove_invariants_proves_every_obligation_of_the_shipped_table(runs: Runs) -> None:
     rc, out = runs.result("prove")
     assert rc == 0, out
@@ -211,6 +226,7 @@ def test_prove_invariants_proves_every_obligation_of_the_shipped_table(runs: Run
 
 
 @needs_z3
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mutant", "expected"),
     [
@@ -256,6 +272,7 @@ def test_bfs_check_holds_on_the_shipped_table_and_fires_every_row(runs: Runs) ->
     assert re.search(r"explored [1-9]\d* states, checked [1-9]\d* transitions", out), out
 
 
+@pytest.mark.slow
 def test_bfs_check_injects_a_fault_at_every_point_of_every_commit_class(runs: Runs) -> None:
     """I9: every commit class of the search, faulted at every opcode under the lock, is all or nothing."""
     rc, out = runs.result("bfs:faults")
@@ -323,6 +340,7 @@ def test_bfs_check_reports_a_table_the_reference_refuses(runs: Runs, mutant: str
 
 
 @needs_z3
+@pytest.mark.slow
 def test_conformance_model_and_interpreter_agree_on_every_step(runs: Runs) -> None:
     rc, out = runs.result("conformance")
     assert rc == 0, out
@@ -340,7 +358,7 @@ def test_conformance_notices_a_model_that_drifted_from_the_interpreter(runs: Run
 
 @pytest.mark.parametrize("script", [PROVE, BFS, CONFORMANCE])
 def test_every_script_explains_itself(runs: Runs, script: str) -> None:
-    if f"help:{script}" not in runs.processes:
+    if RUNS[f"help:{script}"][2] and not HAS_Z3:
         pytest.skip("z3-solver is not installed")
     rc, out = runs.result(f"help:{script}")
     assert rc == 0, out

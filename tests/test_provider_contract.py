@@ -73,6 +73,7 @@ def test_a_piece_left_out_of_all_is_refused() -> None:
         check_provider_module(fake)
 
 
+@pytest.mark.slow  # a cold mypy run over the package and the SDK stubs: about a minute
 def test_mypy_refuses_a_registered_module_that_lacks_a_piece(tmp_path: Path) -> None:
     """The registry is typed ``tuple[ProviderModule, ...]``: a module without ``preflight`` does not type-check."""
     package = tmp_path / "sixthpkg"
