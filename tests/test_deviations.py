@@ -1083,6 +1083,58 @@ def test_D11_over_the_protocol() -> None:
     assert original(*lines)[2] == failed("")
 
 
+@pytest.mark.parametrize(
+    ("limit", "error", "message"),
+    [
+        (1, Exception("Ü"), ""),  # a text that truncates to nothing is kept: the original's ""
+        (2, RuntimeError("€uro"), ""),
+        (1, TimeoutError(), "T"),  # the class name stands in for the empty text, then is truncated
+        (3, TimeoutError(), "..."),
+        (4, TimeoutError(), "T..."),
+        (2, ValueError("é"), "é"),
+    ],
+)
+def test_D11_the_text_is_tested_for_emptiness_before_truncation(
+    limit: int, error: BaseException, message: str
+) -> None:
+    """Issue 19: D11 named the class when the *truncated* text was empty, so ``"Ü"`` in 1 byte stored ``"E"``."""
+    closure, handle = begun("a", max_message_bytes=limit)
+    result = closure.fail(handle, "a", error)
+    assert isinstance(result, Accepted)
+    assert result.settlement.message == message
+
+
+def test_D11_reads_the_exception_text_once() -> None:
+    reads: list[str] = []
+
+    class Counted(Exception):
+        def __str__(self) -> str:
+            reads.append("read")
+            return "Ü"
+
+    closure, handle = begun("a", max_message_bytes=1)
+    result = closure.fail(handle, "a", Counted())
+    assert isinstance(result, Accepted)
+    assert result.settlement.message == ""
+    assert reads == ["read"]
+
+
+def test_D11_over_the_protocol_a_text_truncated_to_nothing_agrees_with_the_original() -> None:
+    """The reference and the original store ``""`` for ``"€uro"`` in 2 bytes; only the empty text differs."""
+    new = '{"id":1,"cmd":"new","options":{"maxMessageBytes":2}}'
+    begin = request(2, "begin", [{"id": "a", "name": "t"}, {"id": "b", "name": "t"}])
+    lines = [new, begin, request(3, "fail", H1, "a", {"$error": "€uro"}), request(4, "fail", H1, "b", {"$error": ""})]
+
+    def failed(request_id: int, call_id: str, message: str) -> str:
+        return (
+            f'{{"id":{request_id},"ok":{{"accepted":true,"generation":1,"callId":"{call_id}","settlement":'
+            f'{{"status":"error","code":"tool_error","message":"{message}","provenance":"reported"}}}}}}'
+        )
+
+    assert reference(*lines)[2:] == [failed(3, "a", ""), failed(4, "b", "Er")]
+    assert original(*lines)[2:] == [failed(3, "a", ""), failed(4, "b", "")]
+
+
 # =========================================================================== D18
 
 

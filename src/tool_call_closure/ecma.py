@@ -545,13 +545,17 @@ def python_text(value: object) -> str:
     return _caller_text(value)
 
 
-def python_text_truncated(value: object, max_bytes: int) -> str:
-    """``truncate_utf8(python_text(value), max_bytes)``, computing only the prefix truncation keeps.
+def python_text_truncated(value: object, max_bytes: int, *, if_empty: str = "") -> str:
+    """``truncate_utf8(python_text(value) or if_empty, max_bytes)``, computing only the prefix truncation keeps.
 
-    The same prefix rule as :func:`to_js_string_truncated` (deviation D18).
+    The same prefix rule as :func:`to_js_string_truncated` (deviation D18).  ``if_empty`` replaces an empty
+    text *before* truncation (deviation D11 names an exception without text by its class): a text that is not
+    empty but truncates to nothing (``"Ü"`` in 1 byte) stays nothing, as in the original.
     """
     wanted = max_bytes + 2
     text = value if type(value) is str else _caller_text(value, wanted)
+    if text == "":
+        text = if_empty
     if len(text) > wanted:
         text = text[:wanted]
     return truncate_utf8(text, max_bytes)

@@ -212,9 +212,11 @@ def message_text(value: object, default: str, limit: int) -> str:
 def error_message_text(error: object, default: str, limit: int) -> str:
     """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
     if issubclass(type(error), BaseException):  # by type(), not a __class__ the error claims (spec §3)
-        text = python_text_truncated(error, limit)  # caller code; a str subclass it returns counts plain (D5)
-        # Deviation D11: an exception without text (TimeoutError()) is named by its class, never stored as "".
-        return text if text != "" else truncate_utf8(type(error).__name__, limit)
+        # Caller code; a str subclass it returns counts plain (D5).  Deviation D11: an exception without text
+        # (TimeoutError()) is named by its class, never stored as "".  Whether the text is empty is decided
+        # before truncation: a text that truncates to nothing ("Ü" in 1 byte) is stored as the original
+        # stores it, "", and the class name is truncated like any text ("E" in 1 byte).
+        return python_text_truncated(error, limit, if_empty=type(error).__name__)
     return message_text(error, default, limit)
 
 
