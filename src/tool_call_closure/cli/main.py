@@ -5,9 +5,10 @@
     reference) and print a summary; write a JSONL report.
 ``report diff A.jsonl B.jsonl``
     Compare two conformance reports by vector id.
-``fuzz [--max-examples N] [--seconds S] [--seed N] [--out DIR] [-- SUBJECT CMD …]``
+``fuzz [--max-examples N] [--seconds S] [--seed N] [--out DIR] [--also CMD | --no-also] [-- SUBJECT CMD …]``
     Differential fuzzing of a subject against the reference; a divergence is
-    shrunk and written out as a vector.
+    shrunk, replayed against a second subject (by default the JavaScript
+    original, when found) to say whose it is, and written out as a vector.
 ``check TRACE.jsonl``
     Replay a recorded protocol trace through the reference; report the first
     step where the recording differs.
@@ -42,6 +43,7 @@ from tool_call_closure.cli.outputs import output_problem
 
 if TYPE_CHECKING:
     from tool_call_closure.conformance.conform import SubjectSpec
+    from tool_call_closure.conformance.fuzz import SecondSubject
     from tool_call_closure.machine.interpreter import Machine
 
 __all__ = ["main"]
@@ -92,8 +94,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "fuzz",
         help="differential fuzzing of a subject against the reference",
         description="Build model-guided protocol v1 scenarios, run them in lockstep on the reference and the "
-        "subject, shrink the first divergence, print it and write it out as a vector; print the coverage reached. "
-        "Exit status: 0 no divergence, 1 a divergence, 2 a usage error.",
+        "subject, shrink the first divergence to the same divergence, replay it against a second subject to say "
+        "whose it is (the subject's own, shared, or explained by a documented deviation), print it and write it "
+        "out as a vector; print the coverage reached. Exit status: 0 no divergence, 1 a divergence, 2 a usage error.",
     )
     fuzz.add_argument(
         "--max-examples", type=int, metavar="N", help="stop after N scenarios (default: 1000 without --seconds)"
@@ -106,6 +109,15 @@ def _build_parser() -> argparse.ArgumentParser:
         "--invalid", type=float, default=0.15, metavar="P", help="share of deliberately invalid arguments (0.15)"
     )
     fuzz.add_argument("--out", type=Path, default=Path("fuzz-vectors"), metavar="DIR", help="where to write vectors")
+    second = fuzz.add_mutually_exclusive_group()
+    second.add_argument(
+        "--also",
+        metavar="CMD",
+        help="a second subject, as one quoted command line: a divergence's vector is replayed against it to say "
+        "whether the divergence is the subject's own or shared (default: the JavaScript original through the "
+        "Node adapter, when node and $TCC_JS or the shared seed copy are found)",
+    )
+    second.add_argument("--no-also", action="store_true", help="replay a divergence against no second subject")
     _subject_arguments(fuzz)
 
     check = commands.add_parser(
@@ -319,6 +331,11 @@ def _fuzz(args: argparse.Namespace) -> int:
     spec = _subject_spec(args)
     if isinstance(spec, int):
         return spec
+    also = _second_subject(args)
+    if isinstance(also, int):
+        return also
+    second, second_text = also
+    print(f"second subject: {second_text}")
     try:
         result = fuzz(
             spec,
@@ -329,6 +346,7 @@ def _fuzz(args: argparse.Namespace) -> int:
             invalid=args.invalid,
             jobs=args.jobs,
             out_dir=args.out,
+            also=second,
         )
     except SubjectError as exc:  # it would not start, or broke before a scenario could run (the probe)
         print(f"tool-call-closure fuzz: {_one_line(exc)}", file=sys.stderr)
@@ -346,14 +364,50 @@ def _fuzz(args: argparse.Namespace) -> int:
         print("no divergence")
         return 0
     found = f" (found after {result.found_after:.1f} s)" if result.found_after is not None else ""
-    print(f"DIVERGENCE{found}, shrunk to {len(result.scenario)} requests: {result.divergence}")
+    attribution = result.attribution
+    what = "DIVERGENCE"
+    if attribution is not None and attribution.verdict == "explained":
+        what = "DIVERGENCE EXPLAINED BY A DOCUMENTED DEVIATION (not a bug of the subject's)"
+    print(f"{what}{found}, shrunk to {len(result.scenario)} requests: {result.divergence}")
     for number, request in enumerate(result.scenario, 1):
         print(f"  step {number}: {json.dumps(request, ensure_ascii=True)}")
+    if attribution is not None:
+        print(f"attribution: {attribution.verdict}: {attribution.detail}")
     if result.vector_path is not None:
         print(f"vector written: {result.vector_path}")
     if result.vector_error is not None:
         print(f"tool-call-closure fuzz: the vector was not written: {result.vector_error}", file=sys.stderr)
     return 1
+
+
+def _second_subject(args: argparse.Namespace) -> tuple[SecondSubject | None, str] | int:
+    """The second subject a divergence is replayed against, and how the report names it (or a usage error)."""
+    import shlex
+    import shutil
+
+    from tool_call_closure.conformance.conform import SubjectSpec
+    from tool_call_closure.conformance.fuzz import SecondSubject
+    from tool_call_closure.conformance.subject import locate_original, original_command
+
+    if args.no_also:
+        return None, "none (--no-also): a divergence is not attributed"
+    if args.also is not None:
+        try:
+            command = shlex.split(args.also)
+        except ValueError as exc:
+            return _usage("fuzz", f"--also {args.also!r}: {exc}")
+        if not command:
+            return _usage("fuzz", "--also needs a command")
+        spec = SubjectSpec(tuple(command), timeout=args.timeout)
+        return SecondSubject(spec), f"{shlex.join(command)} (--also): a divergence's vector is replayed against it"
+    original = locate_original()
+    if original is None or not original.is_file() or shutil.which("node") is None:
+        where = f"{original} is not a file" if original is not None else "no $TCC_JS and no shared seed copy"
+        missing = "node is not on PATH" if shutil.which("node") is None else where
+        return None, f"none ({missing}): a divergence is not attributed; name one with --also CMD"
+    spec = SubjectSpec(tuple(original_command(original)), timeout=args.timeout)
+    text = f"the original, {shlex.join(spec.command or ())}: a divergence's vector is replayed against it"
+    return SecondSubject(spec, name="the original", original=True), text
 
 
 def _usage(command: str, message: str) -> int:

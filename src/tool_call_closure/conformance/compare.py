@@ -18,6 +18,15 @@ the text gives back an equal value, key order and number types included — so
 only lines whose text differs are parsed and compared by the rules above
 (a different spelling of the same value, such as ``1.0`` for ``1``, ``1e-7``
 or an escaped character, still agrees).
+
+:func:`difference` says the same as :func:`diff_responses` in a form a
+program can compare: which response line differs (the request's own, or the
+nested response of which request), what each side answered there as a class
+(``accepted``, ``rejected:<reason>``, ``error:<kind>:<code>``, ``ok``), and
+the first differing JSON path with list indices left out (``$.ok.calls[].state``).
+The fuzzer's shrinker keeps a change only when the difference stays the same
+in these terms, so a reduction never trades the divergence it found for
+another one.
 """
 
 from __future__ import annotations
@@ -25,13 +34,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from tool_call_closure.machine.table import TABLE
 
 __all__ = [
+    "Difference",
+    "answer_class",
     "diff_response",
     "diff_responses",
+    "difference",
     "error_code",
     "expected_text",
     "first_difference",
@@ -200,3 +213,78 @@ def diff_responses(expected: Sequence[dict[str, Any]], actual: Sequence[dict[str
     if len(expected) != len(actual):
         return f"{len(actual)} response lines, expected {len(expected)}"
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """The first difference between the response lines of one request, in terms a program can compare."""
+
+    line: str  # "response" (the request's own line) or "nested <id>" (the nested response to request <id>)
+    expected: str  # what the reference answered on that line: see answer_class; "missing" when it has no line
+    actual: str  # what the subject answered there, the same way
+    path: str  # the first differing JSON path in the line, list indices left out ("$.ok.calls[].state")
+    text: str  # the same difference as diff_responses words it
+
+    @property
+    def signature(self) -> tuple[str, str, str, str]:
+        return self.line, self.expected, self.actual, self.path
+
+
+def answer_class(line: dict[str, Any]) -> str:
+    """What a response line answered, coarsely: ``error:<kind>[:<code>]``, ``rejected:<reason>``, ``accepted``,
+    ``ok``; an error's code is the spec template its message instantiates (none for free text)."""
+    error = line.get("error")
+    if "error" in line:
+        if not isinstance(error, dict):
+            return "error:malformed"
+        kind, message = str(error.get("kind")), error.get("message")
+        code = error_code(kind, message) if isinstance(message, str) else None
+        return f"error:{kind}" if code is None else f"error:{kind}:{code}"
+    ok = line.get("ok")
+    if isinstance(ok, dict) and ok.get("accepted") is False:
+        return f"rejected:{ok.get('reason')}"
+    if isinstance(ok, dict) and ok.get("accepted") is True:
+        return "accepted"
+    return "ok"
+
+
+def _line_name(line: dict[str, Any]) -> str:
+    return f"nested {json.dumps(line.get('id'))}" if "nested" in line else "response"
+
+
+def _general(path: str) -> str:
+    """A JSON path without its list indices: the same field of another element is the same place."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def _where(want: dict[str, Any], got: dict[str, Any]) -> str:
+    """The first JSON path at which two disagreeing response lines differ, as :func:`diff_response` sees it."""
+    for key in ("id", "nested"):
+        if not same_value(want.get(key), got.get(key)):
+            return f"$.{key}"
+    if ("error" in want) != ("error" in got):
+        return "$"
+    if "error" in want:
+        left, right = want["error"], got["error"]
+        if not isinstance(right, dict) or left.get("kind") != right.get("kind"):
+            return "$.error.kind"
+        return "$.error.message"
+    rest = [{k: v for k, v in line.items() if k not in ("id", "nested")} for line in (want, got)]
+    found = first_difference(rest[0], rest[1])
+    return found[0] if found is not None else "$"
+
+
+def difference(expected: Sequence[dict[str, Any]], actual: Sequence[dict[str, Any]]) -> Difference | None:
+    """The first difference between the response lines of one request (:func:`diff_responses`), or None."""
+    text = diff_responses(expected, actual)
+    if text is None:
+        return None
+    for want, got in zip(expected, actual, strict=False):
+        if diff_response(want, got) is not None:
+            path = _general(_where(want, got))
+            return Difference(_line_name(want), answer_class(want), answer_class(got), path, text)
+    if len(expected) > len(actual):
+        missing = expected[len(actual)]
+        return Difference(_line_name(missing), answer_class(missing), "missing", "lines", text)
+    extra = actual[len(expected)]
+    return Difference(_line_name(extra), "missing", answer_class(extra), "lines", text)
