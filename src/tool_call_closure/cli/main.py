@@ -43,7 +43,7 @@ from tool_call_closure.cli.outputs import output_problem
 
 if TYPE_CHECKING:
     from tool_call_closure.conformance.conform import SubjectSpec
-    from tool_call_closure.conformance.fuzz import SecondSubject
+    from tool_call_closure.conformance.fuzz import FuzzResult, SecondSubject
     from tool_call_closure.machine.interpreter import Machine
 
 __all__ = ["main"]
@@ -57,6 +57,41 @@ def _subject_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="-- SUBJECT CMD",
         help="the command that serves protocol v1 (default: the embedded reference), after --",
     )
+
+
+def _fuzz_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``fuzz`` command's arguments."""
+    fuzz = commands.add_parser(
+        "fuzz",
+        help="differential fuzzing of a subject against the reference",
+        description="Build model-guided protocol v1 scenarios, run them in lockstep on the reference and the "
+        "subject, shrink the first divergence to the same divergence, replay it against a second subject to say "
+        "whose it is (the subject's own, shared, or explained by a documented deviation), print it and write it "
+        "out as a vector; print the coverage reached. Exit status: 0 no divergence, 1 a divergence, 2 a usage error.",
+    )
+    fuzz.add_argument(
+        "--max-examples", type=int, metavar="N", help="stop after N scenarios (default: 1000 without --seconds)"
+    )
+    fuzz.add_argument(
+        "--seconds", type=float, metavar="S", help="time budget: run until S seconds are spent (finite, above 0)"
+    )
+    fuzz.add_argument("--seed", type=int, metavar="N", help="seed, for a reproducible run (default: random)")
+    fuzz.add_argument("--steps", type=int, default=20, metavar="N", help="at most N requests per scenario")
+    fuzz.add_argument("--jobs", type=int, default=1, metavar="N", help="shard the run across N processes")
+    fuzz.add_argument(
+        "--invalid", type=float, default=0.15, metavar="P", help="share of deliberately invalid arguments (0.15)"
+    )
+    fuzz.add_argument("--out", type=Path, default=Path("fuzz-vectors"), metavar="DIR", help="where to write vectors")
+    second = fuzz.add_mutually_exclusive_group()
+    second.add_argument(
+        "--also",
+        metavar="CMD",
+        help="a second subject, as one quoted command line: a divergence's vector is replayed against it to say "
+        "whether the divergence is the subject's own or shared (default: the JavaScript original through the "
+        "Node adapter, when node and $TCC_JS or the shared seed copy are found)",
+    )
+    second.add_argument("--no-also", action="store_true", help="replay a divergence against no second subject")
+    _subject_arguments(fuzz)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -90,35 +125,7 @@ def _build_parser() -> argparse.ArgumentParser:
     diff.add_argument("a", type=Path, metavar="A.jsonl")
     diff.add_argument("b", type=Path, metavar="B.jsonl")
 
-    fuzz = commands.add_parser(
-        "fuzz",
-        help="differential fuzzing of a subject against the reference",
-        description="Build model-guided protocol v1 scenarios, run them in lockstep on the reference and the "
-        "subject, shrink the first divergence to the same divergence, replay it against a second subject to say "
-        "whose it is (the subject's own, shared, or explained by a documented deviation), print it and write it "
-        "out as a vector; print the coverage reached. Exit status: 0 no divergence, 1 a divergence, 2 a usage error.",
-    )
-    fuzz.add_argument(
-        "--max-examples", type=int, metavar="N", help="stop after N scenarios (default: 1000 without --seconds)"
-    )
-    fuzz.add_argument("--seconds", type=float, metavar="S", help="time budget: run until S seconds are spent")
-    fuzz.add_argument("--seed", type=int, metavar="N", help="seed, for a reproducible run (default: random)")
-    fuzz.add_argument("--steps", type=int, default=20, metavar="N", help="at most N requests per scenario")
-    fuzz.add_argument("--jobs", type=int, default=1, metavar="N", help="shard the run across N processes")
-    fuzz.add_argument(
-        "--invalid", type=float, default=0.15, metavar="P", help="share of deliberately invalid arguments (0.15)"
-    )
-    fuzz.add_argument("--out", type=Path, default=Path("fuzz-vectors"), metavar="DIR", help="where to write vectors")
-    second = fuzz.add_mutually_exclusive_group()
-    second.add_argument(
-        "--also",
-        metavar="CMD",
-        help="a second subject, as one quoted command line: a divergence's vector is replayed against it to say "
-        "whether the divergence is the subject's own or shared (default: the JavaScript original through the "
-        "Node adapter, when node and $TCC_JS or the shared seed copy are found)",
-    )
-    second.add_argument("--no-also", action="store_true", help="replay a divergence against no second subject")
-    _subject_arguments(fuzz)
+    _fuzz_arguments(commands)
 
     check = commands.add_parser(
         "check",
@@ -310,21 +317,12 @@ def _conform(args: argparse.Namespace) -> int:
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    import json
-
-    from tool_call_closure.conformance.fuzz import PROBED_EXPORTS, coverage_summary, fuzz
+    from tool_call_closure.conformance.fuzz import fuzz
     from tool_call_closure.conformance.subject import SubjectError
 
-    for name, value, low in (
-        ("--seconds", args.seconds, 0),
-        ("--max-examples", args.max_examples, 1),
-        ("--steps", args.steps, 1),
-        ("--jobs", args.jobs, 1),
-    ):
-        if value is not None and value < low:
-            return _usage("fuzz", f"{name} must be at least {low}, not {value}")
-    if not 0 <= args.invalid <= 1:
-        return _usage("fuzz", f"--invalid must be between 0 and 1, not {args.invalid}")
+    problem = _fuzz_argument_problem(args)
+    if problem is not None:
+        return _usage("fuzz", problem)
     problem = output_problem(args.out, directory=True)
     if problem is not None:  # before the run: a run of minutes must not end unable to write what it found
         return _usage("fuzz", f"--out {args.out}: {problem}")
@@ -351,9 +349,37 @@ def _fuzz(args: argparse.Namespace) -> int:
     except SubjectError as exc:  # it would not start, or broke before a scenario could run (the probe)
         print(f"tool-call-closure fuzz: {_one_line(exc)}", file=sys.stderr)
         return 1
+    return _fuzz_report(result, args.jobs)
+
+
+def _fuzz_argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the fuzz command's numbers, in one line naming the argument, or None."""
+    import math
+
+    # A budget must end: NaN compares false with everything (a run that never stops), infinity never runs out.
+    if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds > 0):
+        return f"--seconds must be a finite number of seconds above 0, not {args.seconds}"
+    for name, value, low in (
+        ("--max-examples", args.max_examples, 1),
+        ("--steps", args.steps, 1),
+        ("--jobs", args.jobs, 1),
+    ):
+        if value is not None and value < low:
+            return f"{name} must be at least {low}, not {value}"
+    if not 0 <= args.invalid <= 1:  # also refuses NaN
+        return f"--invalid must be between 0 and 1, not {args.invalid}"
+    return None
+
+
+def _fuzz_report(result: FuzzResult, jobs: int) -> int:
+    """Print a fuzz run's report: what ran, the coverage, and the divergence with whose it is; its exit status."""
+    import json
+
+    from tool_call_closure.conformance.fuzz import PROBED_EXPORTS, coverage_summary
+
     print(
         f"fuzz: {result.examples} scenarios, {result.requests} requests in {result.seconds:.1f} s "
-        f"({result.examples_per_second:.1f} scenarios/s, seed {result.seed}, {args.jobs} job(s))"
+        f"({result.examples_per_second:.1f} scenarios/s, seed {result.seed}, {jobs} job(s))"
     )
     if result.exports:  # empty only when the subject broke before the probe could answer
         missing = [method for method in PROBED_EXPORTS if method not in result.exports]
@@ -368,6 +394,8 @@ def _fuzz(args: argparse.Namespace) -> int:
     what = "DIVERGENCE"
     if attribution is not None and attribution.verdict == "explained":
         what = "DIVERGENCE EXPLAINED BY A DOCUMENTED DEVIATION (not a bug of the subject's)"
+    elif attribution is not None and attribution.verdict == "shared":
+        what = "DIVERGENCE SHARED WITH THE SECOND SUBJECT"
     print(f"{what}{found}, shrunk to {len(result.scenario)} requests: {result.divergence}")
     for number, request in enumerate(result.scenario, 1):
         print(f"  step {number}: {json.dumps(request, ensure_ascii=True)}")

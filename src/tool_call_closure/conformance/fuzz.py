@@ -25,13 +25,18 @@ too, and the run says whose the divergence is (:class:`Attribution`):
   the original is not at fault;
 * ``differs`` — it diverges differently (both differ from the reference);
 * ``explained`` — the vector holds the input of a documented deviation
-  (:func:`.fuzz_shrink.deviation_inputs`): the reference differs from the
-  original there by design, so the divergence is never reported as the
-  subject's bug (the explorer does not draw these inputs and the shrinker
-  never brings one in, so this marks a scenario that held one from the start);
-* ``unattributed`` — no second subject was available, it could not replay
-  the vector (it broke, or the vector calls a D8 export it does not have),
-  or no second subject was named: the report says which.
+  (:func:`.fuzz_shrink.deviation_inputs`), where the reference differs from
+  the original by design, and the original diverges there in the same way,
+  or no original could tell (none available, it could not replay the vector,
+  or the second subject is not the original): the divergence is never
+  reported as the subject's bug.  When the original agrees with the
+  reference on such a vector, the deviation does not show there and the
+  verdict is ``own``.  (The explorer never draws these inputs and the
+  shrinker never brings one in, so only a scenario that held one from the
+  start can be explained.)
+* ``unattributed`` — no second subject was named or found, or it could not
+  replay the vector (it broke, or the vector calls a D8 export it does not
+  have): the report says which.
 
 Exports.  Every subject has the original's three exports; the reference's
 two more (``toGeminiFunctionResponses``, ``toBedrockToolResults``, deviation
@@ -65,7 +70,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from tool_call_closure.conformance.conform import HELLO, SubjectSpec
 from tool_call_closure.conformance.fuzz_coverage import (
@@ -344,25 +349,25 @@ def fuzz(
 def attribute(scenario: list[dict[str, Any]], found: Divergence, also: SecondSubject | None) -> Attribution:
     """Whose the divergence ``found`` on ``scenario`` is: replay the scenario against the second subject."""
     explained = sorted(deviation_inputs(scenario), key=lambda d: int(d[1:]))
-    if explained:
-        return Attribution(
-            "explained",
-            f"the vector holds the input of documented deviation {', '.join(explained)} (spec/deviations.json), "
-            "where the reference differs from the original by design: not a bug of the subject's",
-        )
     if also is None:
-        return Attribution("unattributed", "no second subject to replay the vector against")
+        return _explained(explained, "") if explained else Attribution("unattributed", _NO_SECOND)
     try:
         theirs = _replay_on(scenario, also)
     except SubjectError as exc:
-        return Attribution("unattributed", f"{also.name} could not replay the vector: {exc}")
-    if isinstance(theirs, str):
-        return Attribution("unattributed", theirs)
+        theirs = f"{also.name} could not replay the vector: {exc}"
+    if isinstance(theirs, str):  # it could not say: a deviation's input still explains the divergence
+        return _explained(explained, f" ({theirs})") if explained else Attribution("unattributed", theirs)
+    if explained and not also.original:  # only the original can say whether a deviation shows on the vector
+        return _explained(explained, f" ({also.name} is not the original, so it cannot tell)")
     if theirs is None:
         agrees = f"{also.name} agrees with the reference on the vector: the divergence is the subject's own"
+        if explained:  # the original, answering as the reference: the deviation's input changes nothing here
+            agrees += f" (the vector holds the input of {', '.join(explained)}, but no difference shows there)"
         return Attribution("own", agrees)
     if theirs.signature != found.signature:
         return Attribution("differs", f"{also.name} diverges too, differently: {theirs.text}", theirs)
+    if explained:  # the original diverges the same way, on a deviation's input: the deviation, by design
+        return _explained(explained, "; the original diverges from the reference in the same way", theirs)
     if also.original:
         detail = (
             "the original diverges from the reference in the same way, and no documented deviation covers the "
@@ -372,6 +377,19 @@ def attribute(scenario: list[dict[str, Any]], found: Divergence, also: SecondSub
     else:
         detail = f"{also.name} diverges in the same way: the subject shares its behaviour here"
     return Attribution("shared", detail, theirs)
+
+
+_NO_SECOND: Final = "no second subject to replay the vector against (name one with --also)"
+
+
+def _explained(deviations: list[str], why: str, second: Divergence | None = None) -> Attribution:
+    """The verdict on a vector that holds a documented deviation's input: never reported as the subject's bug."""
+    return Attribution(
+        "explained",
+        f"the vector holds the input of documented deviation {', '.join(deviations)} (spec/deviations.json), where "
+        f"the reference differs from the original by design{why}: not reported as a bug of the subject's",
+        second,
+    )
 
 
 def _replay_on(scenario: list[dict[str, Any]], also: SecondSubject) -> Divergence | str | None:

@@ -391,6 +391,14 @@ class Explorer:
                     outcome[key] = value
         return outcome
 
+    def _observed_outcome(self) -> Any:
+        """The outcome of a settle rejected as stale: only its status is read (the rejection's observedStatus:
+        the status if valid, null if null or absent, else "invalid"), so it is often just a status, falsy too."""
+        rng = self.rng
+        if rng.random() < 0.5:
+            return self._outcome()
+        return {"status": rng.choice(["success", "error", "cancelled", "bogus", None, *FALSY])}
+
     def _reason(self) -> Any:
         rng = self.rng
         if self._bad():
@@ -467,7 +475,8 @@ def _settle_pending(x: Explorer) -> dict[str, Any]:
     method = x.rng.choice(["settle", "succeed", "succeed", "fail", "cancel"])
     handle, call_id = x._handle(), x._call_id()
     if method == "settle":
-        return x._call("settle", handle, call_id, x._outcome())
+        stale = handle != {"$handle": x.known.generations[-1]}
+        return x._call("settle", handle, call_id, x._observed_outcome() if stale else x._outcome())
     if method == "succeed":
         return x._call("succeed", *x._trim(handle, call_id, x._content() if x.rng.random() < 0.95 else ABSENT))
     if method == "fail":
