@@ -11,19 +11,21 @@ input of a documented deviation it did not already hold — then attributed,
 printed and written out as a vector (origin ``fuzz``).
 
 Attribution.  A divergence from the reference is a bug of the subject's only
-if the reference is right: when a *second subject* is available — by default
-the JavaScript original through the Node adapter, else any command the caller
-names — the shrunk scenario (the vector's requests) is replayed against it
-too, and the run says whose the divergence is (:class:`Attribution`):
+if the reference is right: when a *second subject* is available — the
+command the caller names (``fuzz --also``), by default the JavaScript original
+through the Node adapter when it is found — the shrunk scenario (the vector's
+requests) is replayed against it too, and the run says whose the divergence
+is (:class:`Attribution`; the vector's description says it too):
 
 * ``own`` — the second subject agrees with the reference: the divergence is
   the subject's own;
-* ``shared`` — it diverges in the same way: the subject shares the second
-  subject's behaviour here.  When the second subject is the original and the
-  vector holds no deviation's input, the difference is the reference's (an
-  undocumented deviation, or a bug of the reference's): a faithful port of
-  the original is not at fault;
-* ``differs`` — it diverges differently (both differ from the reference);
+* ``shared`` — it diverges in the same way (the same request, the same
+  answer): the subject shares the second subject's behaviour here.  When the
+  second subject is the original and the vector holds no deviation's input,
+  the difference is the reference's (an undocumented deviation, or a bug of
+  the reference's): a faithful port of the original is not at fault;
+* ``differs`` — it diverges too, at another request or with another answer
+  (both differ from the reference);
 * ``explained`` — the vector holds the input of a documented deviation
   (:func:`.fuzz_shrink.deviation_inputs`), where the reference differs from
   the original by design, and the original diverges there in the same way,
@@ -364,7 +366,7 @@ def attribute(scenario: list[dict[str, Any]], found: Divergence, also: SecondSub
         if explained:  # the original, answering as the reference: the deviation's input changes nothing here
             agrees += f" (the vector holds the input of {', '.join(explained)}, but no difference shows there)"
         return Attribution("own", agrees)
-    if theirs.signature != found.signature:
+    if not _same_way(theirs, found):
         return Attribution("differs", f"{also.name} diverges too, differently: {theirs.text}", theirs)
     if explained:  # the original diverges the same way, on a deviation's input: the deviation, by design
         return _explained(explained, "; the original diverges from the reference in the same way", theirs)
@@ -377,6 +379,14 @@ def attribute(scenario: list[dict[str, Any]], found: Divergence, also: SecondSub
     else:
         detail = f"{also.name} diverges in the same way: the subject shares its behaviour here"
     return Attribution("shared", detail, theirs)
+
+
+def _same_way(theirs: Divergence, found: Divergence) -> bool:
+    """The second subject diverged as the subject did: at the same place, with the same answer (the same text of
+    the difference: both answers are in it), or both broke on the same request."""
+    if theirs.signature != found.signature:
+        return False
+    return theirs.difference is None or found.difference is None or theirs.difference.text == found.difference.text
 
 
 _NO_SECOND: Final = "no second subject to replay the vector against (name one with --also)"

@@ -410,7 +410,7 @@ class Explorer:
         if code is not ABSENT and rng.random() < 0.5:
             reason["code"] = code
         if rng.random() < 0.4:
-            reason["sideEffectState"] = self._or_falsy(rng.choice(["unknown", "not_started", None]))
+            reason["sideEffectState"] = self._or_falsy(rng.choice(["unknown", "not_started", None]), 0.2)
         message = self._message()
         if message is not ABSENT and rng.random() < 0.6:
             reason["message"] = message
