@@ -490,14 +490,16 @@ def test_a_bug_whose_shrink_became_d3s_input_is_reported_as_itself(bug_id: str, 
 
 # --------------------------------------------------------------------------- the control run (node)
 
-CONTROL_SEEDS = (1, 2, 3)
+# Seeds whose first 200 scenarios met the false alarm of issue 19 item 1 (D11 applied after truncation) before
+# its fix, so the control fails if that comes back (as the explorer draws today: a change to it moves the seeds).
+CONTROL_SEEDS = (8, 14, 17)
 CONTROL_SCENARIOS = 400  # per seed: about 2.5 s each through the Node adapter
 
 
 @needs_original
 def test_control_run_the_unmodified_original_never_diverges() -> None:
     """The control: fuzzing the unmodified original (through the Node adapter) must report nothing.  Before issue 19
-    the same kind of run ended in a false alarm (D11 applied after truncation) within 8 to 52 s."""
+    item 1 each of these seeds ended in a false alarm (D11 applied after truncation) within 200 scenarios."""
     assert ORIGINAL is not None
     for seed in CONTROL_SEEDS:
         result = fuzz(SubjectSpec(tuple(original_command(ORIGINAL))), max_examples=CONTROL_SCENARIOS, seed=seed)
