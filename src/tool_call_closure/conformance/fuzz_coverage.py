@@ -38,7 +38,8 @@ __all__ = [
 EXPORTS: Final = ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults")
 """The exports every subject has (the original's): always drawn."""
 PROBED_EXPORTS: Final = ("toGeminiFunctionResponses", "toBedrockToolResults")
-"""The reference's two more exports (deviation D8): drawn only when the subject has them (:func:`probe_exports`)."""
+"""The reference's two more exports (deviation D8): drawn only when the subject has them
+(:func:`.fuzz.probe_exports`)."""
 ALL_EXPORTS: Final = EXPORTS + PROBED_EXPORTS
 
 

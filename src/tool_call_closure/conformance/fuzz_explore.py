@@ -129,7 +129,8 @@ class Explorer:
 
     ``invalid`` is the share of requests that are deliberately wrong; ``tamper`` draws ``tamper`` requests
     (both sides declared the capability); ``hooks`` draws caller code; ``exports`` are the export methods to
-    draw (by default the three every subject has; :func:`fuzz` passes what :func:`probe_exports` found).
+    draw (by default the three every subject has; :func:`.fuzz.fuzz` passes what :func:`.fuzz.probe_exports`
+    found).
     """
 
     def __init__(
