@@ -1107,13 +1107,13 @@ def test_D11_the_text_is_tested_for_emptiness_before_truncation(
 def test_D11_reads_the_exception_text_once() -> None:
     reads: list[str] = []
 
-    class Counted(Exception):
+    class CountedError(Exception):
         def __str__(self) -> str:
             reads.append("read")
             return "Ü"
 
     closure, handle = begun("a", max_message_bytes=1)
-    result = closure.fail(handle, "a", Counted())
+    result = closure.fail(handle, "a", CountedError())
     assert isinstance(result, Accepted)
     assert result.settlement.message == ""
     assert reads == ["read"]
