@@ -1094,9 +1094,7 @@ def test_D11_over_the_protocol() -> None:
         (2, ValueError("é"), "é"),
     ],
 )
-def test_D11_the_text_is_tested_for_emptiness_before_truncation(
-    limit: int, error: BaseException, message: str
-) -> None:
+def test_D11_the_text_is_tested_for_emptiness_before_truncation(limit: int, error: BaseException, message: str) -> None:
     """Issue 19: D11 named the class when the *truncated* text was empty, so ``"Ü"`` in 1 byte stored ``"E"``."""
     closure, handle = begun("a", max_message_bytes=limit)
     result = closure.fail(handle, "a", error)
