@@ -423,6 +423,28 @@ def test_fuzz_refuses_a_budget_that_never_ends_or_never_begins(seconds: str, mon
     assert re.fullmatch(r"tool-call-closure fuzz: --seconds must be a finite number of seconds above 0, not \S+", line)
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"seconds": float("nan")}, "seconds must be a finite number above 0, not nan"),
+        ({"seconds": float("inf")}, "seconds must be a finite number above 0, not inf"),
+        ({"seconds": 0.0}, "seconds must be a finite number above 0, not 0.0"),
+        ({"seconds": -1.0}, "seconds must be a finite number above 0, not -1.0"),
+        ({"max_examples": 0}, "max_examples must be at least 1, not 0"),
+        ({"jobs": 0}, "jobs must be at least 1, not 0"),
+        ({"steps": 0}, "steps must be at least 1, not 0"),
+        ({"invalid": float("nan")}, "invalid must be between 0 and 1, not nan"),
+    ],
+)
+def test_the_fuzz_function_refuses_the_same_budgets_before_it_starts(arguments: dict[str, Any], message: str) -> None:
+    class NeverStarted(SubjectSpec):
+        def start(self) -> Subject:
+            raise AssertionError("the run started")
+
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        fuzz(NeverStarted(), **arguments)
+
+
 def test_fuzz_seconds_nan_from_the_shell_is_one_line_and_no_traceback() -> None:
     done = _cli_fuzz("--seconds", "nan")
     assert done.returncode == 2

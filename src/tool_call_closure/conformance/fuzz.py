@@ -66,6 +66,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import time
@@ -304,8 +305,10 @@ def fuzz(
     Without ``seconds`` and ``max_examples`` a run tries 1,000 scenarios.  The explorer never draws the
     inputs of the protocol-visible deviations, whose answers differ from the original by design, and draws
     the Gemini and Bedrock exports (D8) only when the subject has them (:func:`probe_exports`;
-    ``FuzzResult.exports`` says which were drawn).
+    ``FuzzResult.exports`` says which were drawn).  A budget that would never end or never begin (``seconds``
+    NaN, infinite or not above 0), and counts below 1, raise :class:`ValueError` before anything starts.
     """
+    _check_arguments(seconds=seconds, max_examples=max_examples, steps=steps, jobs=jobs, invalid=invalid)
     if seconds is None and max_examples is None:
         max_examples = 1000
     if seed is None:
@@ -343,6 +346,17 @@ def fuzz(
         except OSError as exc:  # the run's finding is still reported, with the scenario itself
             merged.vector_error = f"{exc.filename or out_dir}: {exc.strerror or exc}"
     return merged
+
+
+def _check_arguments(*, seconds: float | None, max_examples: int | None, steps: int, jobs: int, invalid: float) -> None:
+    # NaN compares false with every elapsed time: a run with seconds=nan would never end.
+    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"seconds must be a finite number above 0, not {seconds!r}")
+    for name, value in (("max_examples", max_examples), ("steps", steps), ("jobs", jobs)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, not {value!r}")
+    if not 0 <= invalid <= 1:  # also refuses NaN
+        raise ValueError(f"invalid must be between 0 and 1, not {invalid!r}")
 
 
 # --------------------------------------------------------------------------- attribution
