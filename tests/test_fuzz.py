@@ -287,6 +287,21 @@ def test_attribution_unattributed_without_a_second_subject_or_when_it_cannot_rep
     assert missing.verdict == "unattributed"
     assert "toGeminiFunctionResponses, which port B does not have (D8)" in missing.detail
 
+    class WithoutCapabilities(InProcessSubject):
+        def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
+            if isinstance(request, dict) and request.get("cmd") == "hello":
+                return [{"id": request["id"], "ok": {"protocol": 1, "capabilities": []}}]
+            return super().send(request)
+
+    hooked_begin = {**BEGIN, "args": [[{"$hook": {"calls": [], "then": {"id": "a", "name": "t"}}}]]}
+    hooked = [NEW, hooked_begin, _fail({"$error": "boom"})]
+    assert deviation_inputs(hooked) == set()
+    tampered = [*scenario, {"id": 4, "cmd": "tamper", "target": 3}]
+    for vector, capability in ((hooked, "hook"), (tampered, "tamper")):
+        lacking = attribute(vector, found, SecondSubject(_FakeSpec(make=WithoutCapabilities), name="port B"))
+        assert lacking.verdict == "unattributed"
+        assert lacking.detail == f"the vector needs the {capability} capability, which port B does not declare"
+
 
 def test_a_vector_with_a_deviations_input_is_explained_unless_the_original_shows_no_difference() -> None:
     """fail(h, id) is D3's input: the divergence is explained (never the subject's bug) when the original

@@ -37,8 +37,8 @@ is (:class:`Attribution`; the vector's description says it too):
   shrinker never brings one in, so only a scenario that held one from the
   start can be explained.)
 * ``unattributed`` — no second subject was named or found, or it could not
-  replay the vector (it broke, or the vector calls a D8 export it does not
-  have): the report says which.
+  replay the vector (it broke, the vector needs a capability it does not
+  declare, or calls a D8 export it does not have): the report says which.
 
 Exports.  Every subject has the original's three exports; the reference's
 two more (``toGeminiFunctionResponses``, ``toBedrockToolResults``, deviation
@@ -418,10 +418,17 @@ def _explained(deviations: list[str], why: str, second: Divergence | None = None
 
 def _replay_on(scenario: list[dict[str, Any]], also: SecondSubject) -> Divergence | str | None:
     """The second subject's divergence on the scenario, None if it agrees, or why it could not be asked."""
+    text = json.dumps(scenario)
     subject = also.spec.start()
     try:
-        subject.send(HELLO)
-        called = [method for method in PROBED_EXPORTS if json.dumps(method) in json.dumps(scenario)]
+        capabilities = _capabilities(subject)
+        # The scenario used a capability only if the subject and the reference declared it; the second subject
+        # may not have it (a hook it cannot run is an error, not a difference of behaviour).
+        needed = [name for name, mark in (("hook", '"$hook"'), ("tamper", '"cmd": "tamper"')) if mark in text]
+        lacking = [name for name in needed if name not in capabilities]
+        if lacking:
+            return f"the vector needs the {', '.join(lacking)} capability, which {also.name} does not declare"
+        called = [method for method in PROBED_EXPORTS if json.dumps(method) in text]
         missing = [method for method in called if method not in probe_exports(subject)] if called else []
         if missing:
             return f"the vector calls {', '.join(missing)}, which {also.name} does not have (D8)"
