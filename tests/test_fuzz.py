@@ -533,7 +533,7 @@ def test_control_run_the_unmodified_original_never_diverges() -> None:
 @needs_original
 @pytest.mark.slow
 def test_control_run_longer_two_jobs() -> None:
-    """The same control, larger: 6,000 scenarios over two processes (about 20 s of both cores)."""
+    """The same control, larger: 6,000 scenarios over two processes (about 25 s of both cores)."""
     assert ORIGINAL is not None
     result = fuzz(SubjectSpec(tuple(original_command(ORIGINAL))), max_examples=6000, seed=19, jobs=2)
     assert result.examples == 6000
