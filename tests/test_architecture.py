@@ -155,12 +155,12 @@ def test_the_node_adapter_lives_in_the_kit() -> None:
 
 def test_every_export_format_of_the_table_is_rendered_by_one_provider_module() -> None:
     from tool_call_closure.machine.table import TABLE
-    from tool_call_closure.providers import RENDERERS, anthropic, bedrock, gemini, openai_chat, openai_responses
+    from tool_call_closure.providers import PROVIDERS, RENDERERS
 
     formats = {m["format"] for m in TABLE.operations["export"].methods}
     assert set(RENDERERS) == formats
-    modules = (openai_chat, openai_responses, anthropic, gemini, bedrock)
-    assert {m.FORMAT: m.render_records for m in modules} == dict(RENDERERS)
+    assert {m.FORMAT: m.render_records for m in PROVIDERS} == dict(RENDERERS)
+    assert len({m.FORMAT for m in PROVIDERS}) == len(PROVIDERS)
 
 
 def _package_dirs() -> list[Path]:

@@ -659,9 +659,9 @@ def test_the_explorer_reaches_the_success_path() -> None:
     for method in ALL_EXPORTS:
         assert coverage[f"export:{method}:synthetic"] > 0, method
         assert coverage[f"export:{method}:reported"] > 0, method
-    assert coverage["export:toAnthropicToolResults:is_error"] > 0
-    assert coverage["export:toBedrockToolResults:status_error"] > 0
-    assert coverage["export:toGeminiFunctionResponses:response_error"] > 0
+    assert coverage["export:toAnthropicToolResults:error_mark"] > 0
+    assert coverage["export:toBedrockToolResults:error_mark"] > 0
+    assert coverage["export:toGeminiFunctionResponses:error_mark"] > 0
     assert coverage["error:calls_not_array"] < coverage["row:begin.commit.start@none"]
     for intent in ("nested settle same call", "nested close other reason", "snapshot as content", "hook in begin"):
         assert coverage[f"intent:{intent}"] > 0

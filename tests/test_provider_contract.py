@@ -132,3 +132,42 @@ def test_every_stream_answers_an_unfinished_turn_by_the_one_shared_policy(module
     with pytest.raises(UsageError, match=rf"{stream.READER}\.finish: unfinished must be 'answer' or 'run_complete'"):
         stream.finish(unfinished="run_all")
     assert stream.finish(unfinished="run_complete").calls == ()
+
+
+EXPORT_METHODS = TABLE.operations["export"].methods
+
+
+@pytest.mark.parametrize("method", EXPORT_METHODS, ids=[m["format"] for m in EXPORT_METHODS])
+def test_each_formats_error_mark_is_the_one_the_table_declares(method: dict[str, str]) -> None:
+    # The table names how each format marks a call that did not succeed (error_mark); the renderer must write
+    # exactly that on every error and cancelled entry and never on a success, and a format without a mark must
+    # write success and error entries of the same shape.
+    from tool_call_closure.conformance.fuzz_coverage import has_error_mark
+
+    closure = ToolCallClosure()
+    batch = closure.begin([{"id": "c1", "name": "ok"}, {"id": "c2", "name": "bad"}, {"id": "c3", "name": "stop"}])
+    closure.succeed(batch.handle, "c1", {"a": 1})
+    closure.fail(batch.handle, "c2", RuntimeError("boom"))
+    closure.close(batch.handle)
+    success, error, cancelled = getattr(closure, method["python"])()
+    mark = method.get("error_mark")
+    if mark is None:
+        assert _shape(success) == _shape(error) == _shape(cancelled)
+    else:
+        assert not has_error_mark(success, mark)
+        assert has_error_mark(error, mark)
+        assert has_error_mark(cancelled, mark)
+
+
+def _shape(value: object) -> object:
+    return {key: _shape(item) for key, item in value.items()} if isinstance(value, dict) else type(value).__name__
+
+
+def test_the_error_mark_reader_reads_presence_and_values() -> None:
+    from tool_call_closure.conformance.fuzz_coverage import has_error_mark
+
+    assert has_error_mark({"a": {"b": None}}, "a.b")
+    assert not has_error_mark({"a": {}}, "a.b")
+    assert has_error_mark({"is_error": True}, "is_error=true")
+    assert not has_error_mark({"is_error": 1}, "is_error=true")  # JSON true, not a number equal to it
+    assert not has_error_mark({"s": "ok"}, 's="error"')

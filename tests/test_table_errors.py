@@ -54,6 +54,7 @@ OPTIONAL = {
     ("effects", "*", "writes"),
     ("errors", "*", "match"),
     ("operations", "*", "methods", "*", "default_code"),
+    ("operations", "*", "methods", "*", "error_mark"),
     ("operations", "*", "methods", "*", "status"),
     ("transitions", "*", "catalogue"),
     ("transitions", "*", "effects"),

@@ -25,22 +25,26 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from tool_call_closure.conformance.compare import error_code
+from tool_call_closure.machine.table import TABLE
 
 __all__ = [
     "ALL_EXPORTS",
+    "ERROR_MARKS",
     "EXPORTS",
     "PROBED_EXPORTS",
     "coverage_keys",
     "coverage_summary",
+    "has_error_mark",
     "hook_positions",
 ]
 
+ALL_EXPORTS: Final = tuple(method["protocol"] for method in TABLE.operations["export"].methods)
+"""Every export method of the table, in table order."""
 EXPORTS: Final = ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults")
-"""The exports every subject has (the original's): always drawn."""
-PROBED_EXPORTS: Final = ("toGeminiFunctionResponses", "toBedrockToolResults")
-"""The reference's two more exports (deviation D8): drawn only when the subject has them
-(:func:`.fuzz.probe_exports`)."""
-ALL_EXPORTS: Final = EXPORTS + PROBED_EXPORTS
+"""The exports every subject has (the original's, protocol v1): always drawn."""
+PROBED_EXPORTS: Final = tuple(method for method in ALL_EXPORTS if method not in EXPORTS)
+"""The reference's other exports (Gemini and Bedrock: deviation D8; any added since): drawn only when the
+subject has them (:func:`.fuzz.probe_exports`)."""
 
 
 def _events(value: Any, found: set[str]) -> None:
@@ -89,20 +93,27 @@ def coverage_keys(
     return keys
 
 
+# The error mark of each export method that has one, as the table declares it (spec/machine.json).
+ERROR_MARKS: Final[dict[str, str]] = {
+    method["protocol"]: method["error_mark"] for method in TABLE.operations["export"].methods if "error_mark" in method
+}
+
+
+def has_error_mark(entry: Any, mark: str) -> bool:
+    """Does an export entry carry ``mark``: ``a.b.c`` (the key path is present) or ``a.b=JSON`` (with that value)?"""
+    path, equals, expected = mark.partition("=")
+    value = entry
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return False
+        value = value[key]
+    return not equals or (type(value) is type(json.loads(expected)) and value == json.loads(expected))
+
+
 def _error_flag(method: str, entry: Any) -> str | None:
-    """How an export entry marks an error outcome, when its format has a mark and the entry carries it."""
-    if not isinstance(entry, dict):
-        return None
-    if method == "toAnthropicToolResults":
-        return "is_error" if entry.get("is_error") is True else None
-    if method == "toBedrockToolResults":
-        result = entry.get("toolResult")
-        return "status_error" if isinstance(result, dict) and result.get("status") == "error" else None
-    if method == "toGeminiFunctionResponses":
-        function_response = entry.get("function_response")
-        response = function_response.get("response") if isinstance(function_response, dict) else None
-        return "response_error" if isinstance(response, dict) and "error" in response else None
-    return None
+    """``error_mark`` when the method's format marks errors and this entry carries the mark."""
+    mark = ERROR_MARKS.get(method)
+    return "error_mark" if mark is not None and has_error_mark(entry, mark) else None
 
 
 def hook_positions(request: dict[str, Any]) -> set[str]:
