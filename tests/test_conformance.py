@@ -496,7 +496,8 @@ def test_the_fuzzers_exports_are_the_machines_export_methods() -> None:
     (export,) = [op for op in raw_table()["operations"] if op["id"] == "export"]
     assert ALL_EXPORTS == EXPORTS + PROBED_EXPORTS
     assert [m["protocol"] for m in export["methods"]] == list(ALL_EXPORTS)
-    assert PROBED_EXPORTS == ("toGeminiFunctionResponses", "toBedrockToolResults")
+    assert PROBED_EXPORTS[:2] == ("toGeminiFunctionResponses", "toBedrockToolResults")  # D8, then any added since
+    assert EXPORTS == ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults")  # the original's
 
 
 def test_the_export_probe_finds_all_five_on_serve_and_in_process() -> None:
@@ -522,8 +523,8 @@ def test_the_export_probe_leaves_out_only_a_method_answered_with_a_protocol_erro
         assert _probed(_AnswersInstead((method,), answer)) == (EXPORTS + PROBED_EXPORTS if drawn else EXPORTS + others)
 
 
-def test_the_export_probe_sends_one_new_then_the_two_methods_without_arguments() -> None:
-    """The probe's requests: one new, then the two methods with no arguments; nothing else."""
+def test_the_export_probe_sends_one_new_then_the_probed_methods_without_arguments() -> None:
+    """The probe's requests: one new, then each method beyond the original's with no arguments; nothing else."""
     sent: list[Any] = []
 
     class Recording(InProcessSubject):
@@ -532,11 +533,12 @@ def test_the_export_probe_sends_one_new_then_the_two_methods_without_arguments()
             return super().send(request)
 
     assert probe_exports(Recording()) == ALL_EXPORTS
-    assert sent == [
-        {"id": "probe:new", "cmd": "new"},
+    assert sent[0] == {"id": "probe:new", "cmd": "new"}
+    assert sent[1:3] == [
         {"id": "probe:toGeminiFunctionResponses", "cmd": "call", "method": "toGeminiFunctionResponses"},
         {"id": "probe:toBedrockToolResults", "cmd": "call", "method": "toBedrockToolResults"},
     ]
+    assert sent[1:] == [{"id": f"probe:{method}", "cmd": "call", "method": method} for method in PROBED_EXPORTS]
 
 
 def test_a_failed_new_leaves_the_probe_nothing_to_ask_and_only_the_three_are_drawn() -> None:
