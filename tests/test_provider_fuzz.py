@@ -58,10 +58,12 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from tool_call_closure import ToolCallClosure, UsageError
+from tool_call_closure import providers as registry
 from tool_call_closure.providers import Ingested, ToolCall, anthropic, bedrock, gemini, openai_chat
 from tool_call_closure.providers import openai_responses as responses
 
-PROVIDERS = ("openai_chat", "openai_responses", "anthropic", "gemini", "bedrock")
+# Every registered provider module: each needs its generators below (a test says which one lacks them).
+PROVIDERS = tuple(module.PROVIDER for module in registry.PROVIDERS)
 FUZZ = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
 
 # --------------------------------------------------------------------------- generated turns
@@ -865,3 +867,12 @@ def test_another_providers_turn_and_events_are_refused(owner: str, reader: str) 
     stream, taken = feed(reader, stream_events(owner, turn, []), sdk=False)
     assert not all(taken)
     assert stream.finish(unfinished="run_complete").runnable == ()
+
+
+def test_every_registered_provider_has_its_generators_here() -> None:
+    # The properties above are stated once for every provider; a provider added to the registry must bring the
+    # shapes of its turns and events, or it would silently go untested.
+    tables = {"SDK_MODELS": SDK_MODELS, "INGEST": INGEST, "STREAM_MODELS": STREAM_MODELS, "STREAMS": STREAMS}
+    tables |= {"NEXT": NEXT, "CHECKS": CHECKS, "REFUSED": REFUSED}
+    for name, table in tables.items():
+        assert set(table) == set(PROVIDERS), f"tests/test_provider_fuzz.py {name}: add {set(PROVIDERS) - set(table)}"
