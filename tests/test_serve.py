@@ -45,7 +45,8 @@ def test_hello_names_the_implementation() -> None:
     out = run_serve({"id": 1, "cmd": "hello", "protocol": 1})
     assert out == [
         '{"id":1,"protocol":1,"implementation":{"name":"tool-call-closure","language":"python","version":"1.0.0"},'
-        '"capabilities":["hook","tamper","turn-guard"]}'
+        '"capabilities":["hook","tamper","turn-guard","nesting-limit","gemini-export","bedrock-export",'
+            '"undefined-properties"]}'
     ]
 
 

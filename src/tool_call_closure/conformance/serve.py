@@ -74,7 +74,18 @@ __all__ = [
 PROTOCOL_VERSION: Final = 1
 MAX_SAFE: Final = 2**53
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-CAPABILITIES: Final = ("hook", "tamper", "turn-guard")
+# The optional protocol features this subject has (spec/protocol.md, Capabilities).  Everything added to protocol
+# v1 after its first publication is one of these, so a subject written before an addition, which does not list
+# it, keeps passing every vector it runs: a runner skips the vectors that need a capability the subject lacks.
+CAPABILITIES: Final = (
+    "hook",
+    "tamper",
+    "turn-guard",
+    "nesting-limit",
+    "gemini-export",
+    "bedrock-export",
+    "undefined-properties",
+)
 # The deepest nesting of arrays and objects a request line may have (spec/protocol.md, Limits): the request
 # object itself is level 1.  Deep enough for every vector (hook chains about 25 requests deep), shallow enough
 # that no implementation's recursion limit is reached while decoding, running and serializing it.
@@ -105,8 +116,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# More digits than any integer within ±2**53 has: such a literal is a double at once (float() reads any number of
+# digits in linear time; int() refuses more than sys.get_int_max_str_digits(), 4300 by default).
+_MAX_SAFE_DIGITS: Final = len(str(MAX_SAFE)) + 1  # a sign, then the digits
+
+
 def _parse_int(text: str) -> int | float:
-    # Protocol numbers are doubles: integers beyond 2**53 become the float JavaScript would hold.
+    # Protocol numbers are doubles: integers beyond 2**53 become the float JavaScript would hold, and one too
+    # large for a double is ±Infinity, as JSON.parse reads it (spec/protocol.md, Numbers).
+    if len(text) > _MAX_SAFE_DIGITS:
+        return float(text)
     number = int(text)
     return number if -MAX_SAFE <= number <= MAX_SAFE else float(text)
 
@@ -328,6 +347,16 @@ def _turn(options: Any) -> Any:
     return turn
 
 
+# Where a member may be {"$undefined":true} (capability undefined-properties): the objects the library reads by
+# property, (method, argument index) -> "object" (the argument itself) or "entries" (each element of an array
+# argument); new's options too.  Anywhere else (content, deeper values) it is a ProtocolError, as before.
+ABSENT_MEMBERS: Final = {
+    ("begin", 0): "entries",
+    ("begin", 1): "object",
+    ("settle", 2): "object",
+    ("close", 1): "object",
+}
+
 # protocol method name -> python attribute name
 METHODS: Final = {m["protocol"]: m["python"] for op in TABLE.operations.values() for m in op.methods}
 
@@ -343,6 +372,8 @@ class Server:
         self._closure: ToolCallClosure | None = None
         self._handles: dict[Any, BatchHandle] = {}
         self._results: dict[Any, Any] = {}
+        # request id -> (the value it returned, its $clone): the copy is made once per returned value.
+        self._clones: dict[Any, tuple[Any, Any]] = {}
         self._parameters = {
             name: _call_signature(getattr(ToolCallClosure, attr))
             for name, attr in METHODS.items()
@@ -435,7 +466,8 @@ class Server:
         self._closure = None
         self._handles = {}
         self._results = {}
-        options = self.decode(request["options"], 0) if "options" in request else ABSENT
+        self._clones = {}
+        options = self.decode(request["options"], 0, absent_members=True) if "options" in request else ABSENT
         try:
             if options is ABSENT:
                 options = {}
@@ -471,7 +503,7 @@ class Server:
         assert isinstance(method, str)
         assert isinstance(raw_args, list)
         try:
-            args = [self.decode(arg, depth, allow_absent=True, allow_error=True) for arg in raw_args]
+            args = [self._decode_arg(method, index, arg, depth) for index, arg in enumerate(raw_args)]
         except RequestError:
             self._results.pop(request_id, None)  # a repeated id refers to its latest request, even a failed one
             raise
@@ -506,6 +538,13 @@ class Server:
             self._results[request_id] = value
         self._write(request_id, depth, "ok", text)
 
+    def _decode_arg(self, method: str, index: int, raw: Any, depth: int) -> Any:
+        """Argument ``index`` of a call of ``method``, decoded (see :data:`ABSENT_MEMBERS`)."""
+        place = ABSENT_MEMBERS.get((method, index))
+        if place == "entries" and type(raw) is list:
+            return [self.decode(item, depth, absent_members=True) for item in raw]
+        return self.decode(raw, depth, allow_absent=True, allow_error=True, absent_members=place == "object")
+
     def _tamper(self, request_id: Any, request: dict[str, Any]) -> None:
         target = request.get("target")
         if isinstance(target, bool) or not isinstance(target, (int, float, str)) or target not in self._results:
@@ -525,14 +564,33 @@ class Server:
 
     # ------------------------------------------------------------------ tags
 
-    def decode(self, value: Any, depth: int, *, allow_absent: bool = False, allow_error: bool = False) -> Any:
-        """Turn a protocol value into a Python value, decoding tags."""
+    def decode(
+        self,
+        value: Any,
+        depth: int,
+        *,
+        allow_absent: bool = False,
+        allow_error: bool = False,
+        absent_members: bool = False,
+    ) -> Any:
+        """Turn a protocol value into a Python value, decoding tags.
+
+        With ``absent_members`` (an options object, a call entry, an outcome, a close reason: see
+        :data:`ABSENT_MEMBERS`), a member of ``value`` whose value is ``{"$undefined":true}`` is left out of
+        the decoded object (capability ``undefined-properties``): JavaScript's ``{k: undefined}`` reads as an
+        absent ``k`` wherever the library reads a property, so the reference's absent key is the same value.
+        """
         if type(value) is dict:
             if len(value) == 1:
                 ((key, inner),) = value.items()
                 if key.startswith("$"):
                     return self._tag(key, inner, depth, allow_absent, allow_error)
-            return {key: self.decode(item, depth) for key, item in value.items()}
+            decoded = {}
+            for key, item in value.items():
+                member = self.decode(item, depth, allow_absent=absent_members)
+                if member is not ABSENT:
+                    decoded[key] = member
+            return decoded
         if type(value) is list:
             return [self.decode(item, depth) for item in value]
         return value
@@ -548,9 +606,11 @@ class Server:
             if isinstance(inner, bool) or not isinstance(inner, (int, float, str)) or inner not in self._results:
                 raise RequestError(f"{key} {to_json(inner)}: no earlier call with that id returned a value")
             found = self._results[inner]
-            return found if key == "$snapshot" else parse_request_line(to_json(found))
+            return found if key == "$snapshot" else self._clone(inner, found)
         if key == "$undefined":
             if not allow_absent or inner is not True:
+                # The text of protocol v1 as first published (vectors keep their hashes): the members that
+                # may be $undefined too are listed in spec/protocol.md (capability undefined-properties).
                 raise RequestError('$undefined is allowed only as an element of args, as {"$undefined":true}')
             return ABSENT
         if key == "$nan":
@@ -572,6 +632,21 @@ class Server:
                 raise RequestError("$hook takes an object")
             return Hook(self, inner, depth)
         raise RequestError(f"unknown tag {key!r}")
+
+    def _clone(self, request_id: Any, found: Any) -> Any:
+        """The ``$clone`` of the value the call ``request_id`` returned: plain data equal to its JSON.
+
+        Made once per returned value and shared by every ``$clone`` of it: the copy is plain data that the
+        library only reads (it never keeps or changes a caller's value, and identity matters only for the
+        library's own objects, which a copy never is), so one copy serves them all, and a line that names the
+        same large value a thousand times costs one copy, not a thousand (bounded work, as ``$snapshot``).
+        """
+        cached = self._clones.get(request_id)
+        if cached is not None and cached[0] is found:
+            return cached[1]
+        clone = parse_request_line(to_json(found))
+        self._clones[request_id] = (found, clone)
+        return clone
 
 
 TAMPERED: Final = "tampered"

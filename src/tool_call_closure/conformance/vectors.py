@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from tool_call_closure.conformance.compare import error_code
-from tool_call_closure.conformance.serve import MAX_DEPTH, nesting_depth
+from tool_call_closure.conformance.serve import ABSENT_MEMBERS, MAX_DEPTH, nesting_depth, parse_request_line
 from tool_call_closure.conformance.subject import InProcessSubject
 from tool_call_closure.machine.table import TABLE_TEXT
 from tool_call_closure.spec_files import spec_path
@@ -56,6 +56,7 @@ __all__ = [
     "load_vectors",
     "manifest",
     "regenerate",
+    "required_capabilities",
     "spec_hash",
     "uses_turn_guard",
 ]
@@ -253,14 +254,82 @@ def generate(data: dict[str, Any]) -> dict[str, Any]:
         "covers": _covers(trace, steps),
         "sha256": canonical_hash(data["id"], steps),
     }
-    requests = [s["request"] for s in steps]
-    if "hook" not in result["requires"] and '"$hook"' in _canonical(requests):
-        result["requires"] = sorted({*result["requires"], "hook"})
-    if any(isinstance(r, dict) and r.get("cmd") == "tamper" for r in requests):
-        result["requires"] = sorted({*result["requires"], "tamper"})
-    if uses_turn_guard(requests):
-        result["requires"] = sorted({*result["requires"], "turn-guard"})
+    result["requires"] = sorted({*result["requires"], *required_capabilities(s["request"] for s in steps)})
     return result
+
+
+EXPORT_CAPABILITIES: Final = {"toGeminiFunctionResponses": "gemini-export", "toBedrockToolResults": "bedrock-export"}
+"""The export methods added to protocol v1 after its first publication (deviation D8), and their capabilities."""
+
+
+def required_capabilities(requests: Iterable[Any]) -> set[str]:
+    """The capabilities a subject needs to run ``requests`` (spec/protocol.md, Capabilities).
+
+    Observed, never claimed: ``hook`` for a ``$hook`` tag, ``tamper`` for a ``tamper`` request, ``turn-guard``
+    (:func:`uses_turn_guard`), ``gemini-export`` and ``bedrock-export`` for a call of those methods (a hook's
+    nested requests included), ``undefined-properties`` for a member that is ``{"$undefined":true}`` (where
+    protocol v1 as first published refused it), and ``nesting-limit`` for a request line nested deeper than
+    :data:`~.serve.MAX_DEPTH`.  A request given as text is read as the subject reads it.
+    """
+    found: set[str] = set()
+    given = list(requests)
+    if '"$hook"' in _canonical(given):  # a request given as text is not searched: it names no hook by accident
+        found.add("hook")
+    parsed: list[Any] = []
+    for request in given:
+        if isinstance(request, str):
+            try:
+                request = parse_request_line(request)
+            except (ValueError, RecursionError):
+                continue
+        if nesting_depth(request, MAX_DEPTH + 1) > MAX_DEPTH:
+            found.add("nesting-limit")
+        if isinstance(request, dict) and request.get("cmd") == "tamper":
+            found.add("tamper")
+        parsed.append(request)
+    if uses_turn_guard(parsed):
+        found.add("turn-guard")
+    pending: list[Any] = list(parsed)
+    while pending:  # iterative: a request may nest as deep as the protocol allows
+        value = pending.pop()
+        if isinstance(value, dict):
+            if value.get("cmd") == "call" and value.get("method") in EXPORT_CAPABILITIES:
+                found.add(EXPORT_CAPABILITIES[value["method"]])
+            if _has_undefined_member(value):
+                found.add("undefined-properties")
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return found
+
+
+def _is_undefined_tag(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and "$undefined" in value
+
+
+def _has_undefined_member(request: dict[str, Any]) -> bool:
+    """Whether ``request`` (a ``new`` or a ``call``) gives ``{"$undefined":true}`` as a member where the
+    capability ``undefined-properties`` allows it (:data:`~.serve.ABSENT_MEMBERS`, ``new``'s options)."""
+
+    def members(value: Any) -> bool:
+        return isinstance(value, dict) and not _is_tag(value) and any(map(_is_undefined_tag, value.values()))
+
+    if request.get("cmd") == "new":
+        return members(request.get("options"))
+    args = request.get("args")
+    if request.get("cmd") != "call" or not isinstance(args, list):
+        return False
+    for index, arg in enumerate(args):
+        place = ABSENT_MEMBERS.get((request.get("method"), index))  # type: ignore[arg-type]
+        if place == "object" and members(arg):
+            return True
+        if place == "entries" and isinstance(arg, list) and any(map(members, arg)):
+            return True
+    return False
+
+
+def _is_tag(value: dict[str, Any]) -> bool:
+    return len(value) == 1 and next(iter(value)).startswith("$")
 
 
 def uses_turn_guard(requests: Iterable[Any]) -> bool:
