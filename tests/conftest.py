@@ -31,3 +31,38 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+# The words every skip for a missing original carries in its reason (tests/test_parity.py, test_conformance.py,
+# test_node_adapter.py, test_deviations.py, test_planted_bugs.py, test_defects_kept.py all say "set TCC_JS").
+PARITY_SKIP_MARKERS = ("TCC_JS", "node is not installed")
+
+
+def parity_skip_line(skip_reasons: list[str]) -> str | None:
+    """The one summary line saying how many comparisons with the original were skipped and why, or None."""
+    reasons = [reason for reason in skip_reasons if any(marker in reason for marker in PARITY_SKIP_MARKERS)]
+    if not reasons:
+        return None
+    why = "node is not installed" if all("node is not installed" in r for r in reasons) else "the original is missing"
+    return (
+        f"{len(reasons)} comparison{'s' if len(reasons) != 1 else ''} with the JavaScript original skipped: {why}. "
+        "Parity was NOT checked; to run them, install Node 20 and set "
+        "TCC_JS=/path/to/tool-call-closure-1.0.0/src/index.cjs"
+    )
+
+
+def _skip_reason(report: object) -> str:
+    longrepr = getattr(report, "longrepr", None)
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr or "")
+
+
+def pytest_terminal_summary(terminalreporter: object) -> None:
+    """Say it when the comparisons with the original were skipped (issue 19 item 7): a newcomer must not
+    believe parity was checked when the original was not found."""
+    stats = getattr(terminalreporter, "stats", {})
+    line = parity_skip_line([_skip_reason(report) for report in stats.get("skipped", [])])
+    if line is not None:
+        terminalreporter.write_sep("=", "parity with the original NOT checked", yellow=True, bold=True)  # type: ignore[attr-defined]
+        terminalreporter.write_line(line)  # type: ignore[attr-defined]

@@ -806,3 +806,29 @@ def test_the_last_stderr_of_a_subject_that_exited_is_reported(tmp_path: Path, mo
     text = subject.stderr_text()
     subject.close()
     assert text == "boom"
+
+
+# --------------------------------------------------------------------------- the test summary (issue 19 item 7)
+
+
+def test_the_summary_says_when_the_comparisons_with_the_original_were_skipped() -> None:
+    import conftest  # tests/conftest.py, on the path as the tests' rootdir
+
+    class Reporter:
+        def __init__(self, reasons: list[str]) -> None:
+            self.stats = {"skipped": [type("R", (), {"longrepr": ("f.py", 1, r)})() for r in reasons]}
+            self.lines: list[str] = []
+
+        def write_sep(self, sep: str, title: str, **markup: bool) -> None:
+            self.lines.append(title)
+
+        def write_line(self, line: str) -> None:
+            self.lines.append(line)
+
+    missing = Reporter(["Skipped: the original is missing (set TCC_JS)"] * 66 + ["Skipped: no z3"])
+    conftest.pytest_terminal_summary(missing)
+    assert missing.lines[-1].startswith("66 comparisons with the JavaScript original skipped: the original is missing.")
+    assert "TCC_JS=" in missing.lines[-1]
+    quiet = Reporter(["Skipped: no z3"])
+    conftest.pytest_terminal_summary(quiet)
+    assert quiet.lines == []
