@@ -31,6 +31,7 @@ from tool_call_closure.conformance.conform import (
     summarize,
     write_report,
 )
+from tool_call_closure.conformance.compare import diff_responses, first_difference
 from tool_call_closure.conformance.coverage import coverage_table
 from tool_call_closure.conformance.fuzz import ALL_EXPORTS, EXPORTS, PROBED_EXPORTS, fuzz, probe_exports
 from tool_call_closure.conformance.subject import (
@@ -832,3 +833,54 @@ def test_the_summary_says_when_the_comparisons_with_the_original_were_skipped() 
     quiet = Reporter(["Skipped: no z3"])
     conftest.pytest_terminal_summary(quiet)
     assert quiet.lines == []
+
+
+# --------------------------------------------------------------------------- deviation vectors are pure (issue 19)
+
+
+def _replay(requests: list[Any], original: Subject) -> list[tuple[Any, Any]]:
+    """Per request: (the reference's answer, the original's answer), each in a fresh session."""
+    reference = InProcessSubject()
+    original.send({"id": "purity", "cmd": "new"})
+    return [(reference.send(request), original.send(request)) for request in requests]
+
+
+def _divergent(answers: list[tuple[Any, Any]]) -> list[bool]:
+    return [diff_responses(expected, actual) is not None for expected, actual in answers]
+
+
+@needs_original
+def test_no_vector_mixes_deviation_and_non_deviation_steps() -> None:
+    """Replayed on the original, a deviation vector is its setup, then only steps that diverge; and each setup
+    step is needed (without it the first divergence moves or goes).  So ``--skip-tags deviation:`` drops no
+    assertion the original shares: those live in vectors of their own.  The vectors that need a capability the
+    Node adapter lacks cannot be replayed on the original and are left out."""
+    assert ORIGINAL is not None
+    original = ProcessSubject(original_command(ORIGINAL))
+    try:
+        (hello,) = original.send({"id": "h", "cmd": "hello", "protocol": 1})
+        capabilities = set(hello["capabilities"])
+        checked, mixed = 0, []
+        for vector in VECTORS:
+            if not any(t.startswith("deviation:") for t in vector.tags) or set(vector.requires) - capabilities:
+                continue
+            checked += 1
+            requests = [step["request"] for step in vector.steps]
+            answers = _replay(requests, original)
+            marks = _divergent(answers)
+            if not any(marks):
+                mixed.append(f"{vector.id}: the original agrees with every step (not a deviation)")
+                continue
+            first = marks.index(True)
+            agreeing_after = [i + 1 for i in range(first, len(marks)) if not marks[i]]
+            if agreeing_after:
+                mixed.append(f"{vector.id}: steps {agreeing_after} after the deviation are not deviations")
+            for skipped in range(1, first):  # step 1 is new: always needed
+                shorter = _replay(requests[:skipped] + requests[skipped + 1 :], original)
+                # Needed: without it, the deviating step is answered otherwise (by either), or agrees.
+                if shorter[first - 1] == answers[first] and _divergent(shorter)[first - 1]:
+                    mixed.append(f"{vector.id}: step {skipped + 1} is not needed for the deviation")
+        assert checked >= 15
+        assert mixed == [], "\n".join(mixed)
+    finally:
+        original.close()
