@@ -120,7 +120,7 @@ def expected_version() -> str:
 # --------------------------------------------------------------------------- handshake, startup, exit
 
 
-def test_hello_names_the_original_and_the_hook_and_tamper_capabilities() -> None:
+def test_hello_names_the_original_and_its_capabilities() -> None:
     lines = responses({"id": 1, "cmd": "hello", "protocol": 1})
     version = expected_version()
     if ORIGINAL == SEED:
@@ -128,7 +128,7 @@ def test_hello_names_the_original_and_the_hook_and_tamper_capabilities() -> None
     assert lines == [
         '{"id":1,"protocol":1,"implementation":{"name":"tool-call-closure","language":"javascript","version":"'
         + version
-        + '"},"capabilities":["hook","tamper"]}'
+        + '"},"capabilities":["hook","tamper","nesting-limit","undefined-properties"]}'
     ]
 
 

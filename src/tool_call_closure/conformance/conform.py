@@ -80,10 +80,11 @@ class SubjectSpec:
     command: tuple[str, ...] | None = None
     timeout: float = DEFAULT_TIMEOUT  # for one request, nested responses included
     vector_timeout: float = DEFAULT_VECTOR_TIMEOUT  # for one whole vector
+    capabilities: tuple[str, ...] | None = None  # the embedded reference's, when not all (a frozen v1 subject)
 
     def start(self) -> Subject:
         if self.command is None:
-            return InProcessSubject()
+            return InProcessSubject(capabilities=self.capabilities)
         return ProcessSubject(self.command, timeout=self.timeout)
 
     def describe(self) -> str | list[str]:

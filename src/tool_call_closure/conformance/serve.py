@@ -86,6 +86,12 @@ CAPABILITIES: Final = (
     "bedrock-export",
     "undefined-properties",
 )
+# The methods that exist only for a subject with a capability: without it they are unknown (ProtocolError).
+METHOD_CAPABILITIES: Final = {
+    "turnToken": "turn-guard",
+    "toGeminiFunctionResponses": "gemini-export",
+    "toBedrockToolResults": "bedrock-export",
+}
 # The deepest nesting of arrays and objects a request line may have (spec/protocol.md, Limits): the request
 # object itself is level 1.  Deep enough for every vector (hook chains about 25 requests deep), shallow enough
 # that no implementation's recursion limit is reached while decoding, running and serializing it.
@@ -364,8 +370,23 @@ METHODS: Final = {m["protocol"]: m["python"] for op in TABLE.operations.values()
 class Server:
     """One protocol session: the current instance and everything tags can refer to."""
 
-    def __init__(self, out: IO[bytes], machine: Machine = MACHINE, trace: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        out: IO[bytes],
+        machine: Machine = MACHINE,
+        trace: list[str] | None = None,
+        capabilities: tuple[str, ...] = CAPABILITIES,
+    ) -> None:
         self._out = out
+        # Fewer capabilities make the frozen subjects of the tests: with none, the server is protocol v1 as
+        # first published, which must keep passing every vector that requires nothing (tests/test_serve.py).
+        # Each capability left out is refused as v1 refused it: an unknown tag, cmd or method, a begin that
+        # ignores its second argument, $undefined only in args.  (The nesting bound is kept: it is what keeps
+        # this subject clear of Python's recursion limit, and the one vector deeper than 128 levels needs it.)
+        unknown = set(capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"capabilities: unknown {sorted(unknown)}; known: {list(CAPABILITIES)}")
+        self.capabilities = tuple(c for c in CAPABILITIES if c in capabilities)
         self._machine = machine
         # When a list, every instance this session creates appends the ids of the rows that fire (coverage).
         self.trace = trace
@@ -442,7 +463,7 @@ class Server:
                 self._new(request_id, request)
             elif command == "call":
                 self._call(request_id, request, depth)
-            elif command == "tamper":
+            elif command == "tamper" and "tamper" in self.capabilities:
                 self._tamper(request_id, request)
             elif command == "bye":
                 self._write(request_id, 0, "ok", "null")
@@ -458,7 +479,7 @@ class Server:
         version = request.get("protocol")
         if type(version) is not int or version != PROTOCOL_VERSION:
             raise RequestError(f"unsupported protocol {to_json(version)}; this subject speaks 1")
-        response = {"protocol": PROTOCOL_VERSION, "implementation": IMPLEMENTATION, "capabilities": CAPABILITIES}
+        response = {"protocol": PROTOCOL_VERSION, "implementation": IMPLEMENTATION, "capabilities": self.capabilities}
         body = to_json(response)
         self._write_line('{"id":' + to_json(request_id) + "," + body[1:] + "\n")
 
@@ -467,7 +488,8 @@ class Server:
         self._handles = {}
         self._results = {}
         self._clones = {}
-        options = self.decode(request["options"], 0, absent_members=True) if "options" in request else ABSENT
+        members = "undefined-properties" in self.capabilities
+        options = self.decode(request["options"], 0, absent_members=members) if "options" in request else ABSENT
         try:
             if options is ABSENT:
                 options = {}
@@ -491,7 +513,7 @@ class Server:
             "no current instance: send new first"
             if closure is None
             else f"unknown method {method!r}"
-            if not isinstance(method, str) or method not in METHODS
+            if not isinstance(method, str) or not self._knows(method)
             else "args must be an array"
             if not isinstance(raw_args, list)
             else None
@@ -513,7 +535,8 @@ class Server:
                 value: Any = closure.active_generation
             elif method == "begin":  # begin(calls, {"turn": token}): the token is a keyword argument in Python
                 calls: Any = args[0] if args and args[0] is not ABSENT else None  # absent calls: refused by begin
-                value = closure.begin(calls, turn=_turn(args[1]) if len(args) > 1 else None)
+                guarded = len(args) > 1 and "turn-guard" in self.capabilities  # without it, an extra argument
+                value = closure.begin(calls, turn=_turn(args[1]) if guarded else None)
             else:
                 absent_as = self._parameters[method]
                 # Missing and $undefined arguments take what the parameter takes when absent; extras are ignored.
@@ -538,9 +561,14 @@ class Server:
             self._results[request_id] = value
         self._write(request_id, depth, "ok", text)
 
+    def _knows(self, method: str) -> bool:
+        """Whether ``method`` is one of this subject's: a method of the table, and its capability if it needs one."""
+        needs = METHOD_CAPABILITIES.get(method)
+        return method in METHODS and (needs is None or needs in self.capabilities)
+
     def _decode_arg(self, method: str, index: int, raw: Any, depth: int) -> Any:
         """Argument ``index`` of a call of ``method``, decoded (see :data:`ABSENT_MEMBERS`)."""
-        place = ABSENT_MEMBERS.get((method, index))
+        place = ABSENT_MEMBERS.get((method, index)) if "undefined-properties" in self.capabilities else None
         if place == "entries" and type(raw) is list:
             return [self.decode(item, depth, absent_members=True) for item in raw]
         return self.decode(raw, depth, allow_absent=True, allow_error=True, absent_members=place == "object")
@@ -630,6 +658,8 @@ class Server:
         if key == "$hook":
             if type(inner) is not dict:
                 raise RequestError("$hook takes an object")
+            if "hook" not in self.capabilities:
+                raise RequestError(f"unknown tag {key!r}")
             return Hook(self, inner, depth)
         raise RequestError(f"unknown tag {key!r}")
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from tool_call_closure.conformance.serve import Server
+from tool_call_closure.conformance.serve import CAPABILITIES, Server
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 
 __all__ = [
@@ -127,9 +127,13 @@ def parse_response_line(line: str) -> dict[str, Any]:
 class InProcessSubject(Subject):
     """The reference itself, without a subprocess (the runner's default subject)."""
 
-    def __init__(self, machine: Machine = MACHINE, trace: list[str] | None = None) -> None:
+    def __init__(
+        self, machine: Machine = MACHINE, trace: list[str] | None = None, capabilities: tuple[str, ...] | None = None
+    ) -> None:
+        """``capabilities``: the optional protocol features to serve (default: all the reference has)."""
         self._buffer = io.BytesIO()
-        self._server = Server(self._buffer, machine, trace)
+        served = CAPABILITIES if capabilities is None else capabilities
+        self._server = Server(self._buffer, machine, trace, capabilities=served)
 
     def send(self, request: dict[str, Any] | str) -> list[dict[str, Any]]:
         return [parse_response_line(line) for line in self.send_lines(request)]

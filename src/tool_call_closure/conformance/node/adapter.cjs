@@ -156,6 +156,27 @@ const IN_ARGS = Object.freeze({ undefinedAllowed: true, errorAllowed: true });
 const AS_THEN = Object.freeze({ undefinedAllowed: false, errorAllowed: true });
 const INSIDE = Object.freeze({ undefinedAllowed: false, errorAllowed: false });
 
+// Capability undefined-properties: a member of an object the library reads by
+// property may be {"$undefined":true}, which becomes {key: undefined}, as a
+// JavaScript caller writes it. Those objects are new's options, begin's call
+// entries (each element of its first argument) and its second argument, settle's
+// outcome and close's reason: "method/index" -> "object" or "entries".
+const UNDEFINED_MEMBERS = new Map([
+  ['begin/0', 'entries'],
+  ['begin/1', 'object'],
+  ['settle/2', 'object'],
+  ['close/1', 'object'],
+]);
+const AS_MEMBER = Object.freeze({ undefinedAllowed: true, errorAllowed: false });
+const OPTIONS = Object.freeze({ undefinedAllowed: false, errorAllowed: false, undefinedMembers: true });
+const IN_ARGS_MEMBERS = Object.freeze({ undefinedAllowed: true, errorAllowed: true, undefinedMembers: true });
+
+function decodeArg(method, index, value, depth) {
+  const place = UNDEFINED_MEMBERS.get(`${method}/${index}`);
+  if (place === 'entries' && Array.isArray(value)) return value.map((item) => decode(item, depth, OPTIONS));
+  return decode(value, depth, place === 'object' ? IN_ARGS_MEMBERS : IN_ARGS);
+}
+
 // `depth` is the nesting depth of the request whose args are being decoded (0 for a
 // top-level request). A hook created here answers its nested requests at depth+1.
 function decode(value, depth, place = INSIDE) {
@@ -172,7 +193,7 @@ function decode(value, depth, place = INSIDE) {
     // defineProperty, not assignment: a JSON key "__proto__" must become an own
     // property (as JSON.parse makes it), not replace the prototype.
     Object.defineProperty(plain, key, {
-      value: decode(value[key], depth),
+      value: decode(value[key], depth, place.undefinedMembers ? AS_MEMBER : INSIDE),
       writable: true,
       enumerable: true,
       configurable: true,
@@ -356,7 +377,7 @@ function helloRequest(id, request) {
   writeFd(1, '{"id":' + JSON.stringify(id)
     + ',"protocol":' + PROTOCOL_VERSION
     + ',"implementation":' + JSON.stringify(IMPLEMENTATION)
-    + ',"capabilities":["hook","tamper"]}\n');
+    + ',"capabilities":["hook","tamper","nesting-limit","undefined-properties"]}\n');
 }
 
 function newRequest(id, request) {
@@ -367,7 +388,7 @@ function newRequest(id, request) {
   session.results = new Map();
 
   const hasOptions = Object.hasOwn(request, 'options');
-  const options = hasOptions ? decode(request.options, 0) : undefined;
+  const options = hasOptions ? decode(request.options, 0, OPTIONS) : undefined;
   let instance;
   try {
     // With no options, pass no argument, so the constructor applies its own default.
@@ -392,7 +413,7 @@ function callRequest(id, request, depth) {
     if (!Array.isArray(rawArgs)) throw new ProtocolFailure('args must be an array');
     // Tags are decoded before the call. A $snapshot here can still refer to an
     // earlier call that had this same id.
-    args = rawArgs.map((arg) => decode(arg, depth, IN_ARGS));
+    args = rawArgs.map((arg, index) => decodeArg(method, index, arg, depth));
   } finally {
     // From here on, this request is the latest one with this id. Until it returns
     // a value, there is nothing to refer to under the id.
