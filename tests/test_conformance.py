@@ -886,3 +886,106 @@ def test_no_vector_mixes_deviation_and_non_deviation_steps() -> None:
         assert mixed == [], "\n".join(mixed)
     finally:
         original.close()
+
+
+# --------------------------------------------------------------------------- kit commands end, clearly (issue 19 item 6)
+
+_HELLO_THEN = (
+    "import json, os, subprocess, sys\n"
+    "request = json.loads(sys.stdin.readline())\n"
+    "print(json.dumps({'id': request['id'], 'protocol': 1, 'implementation': "
+    "{'name': 'x', 'language': 'python', 'version': '0'}, 'capabilities': []}), flush=True)\n"
+)
+_ENDLESS_NESTED = _HELLO_THEN + (
+    "sys.stdin.readline()\n"
+    "while True:\n"
+    '    sys.stdout.write(\'{"id":1,"nested":1,"ok":null}\\n\' * 2000)\n'
+    "    sys.stdout.flush()\n"
+)
+# Closes its output and exits, but a child it started keeps both pipes open (for much longer than any limit).
+_CLOSES_OUTPUT_CHILD_LIVES = _HELLO_THEN + (
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\nos.close(1)\nos.close(2)\n"
+)
+
+
+def _kit(*arguments: str, stdout: Any = subprocess.PIPE, shell_suffix: str = "") -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "tool_call_closure", *arguments]
+    if shell_suffix:  # e.g. "1>&-": descriptor 1 closed, which subprocess cannot arrange by itself
+        command = ["sh", "-c", 'exec "$@" ' + shell_suffix, "sh", *command]
+    return subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+
+
+def test_conform_timeout_bounds_a_step_whose_subject_writes_nested_lines_forever() -> None:
+    # A subject that always has the next nested line ready used to keep the step alive for ever.
+    done = _kit(
+        "conform",
+        "--vector",
+        "begin-calls-must-be-an-array-plain",
+        "--timeout",
+        "1",
+        "--",
+        sys.executable,
+        "-c",
+        _ENDLESS_NESTED,
+    )
+    assert done.returncode == 1
+    assert "ERRORED begin-calls-must-be-an-array-plain" in done.stdout
+    assert "subject did not answer within 1 s" in done.stdout
+
+
+def test_conform_ends_when_the_subject_exits_but_a_child_keeps_its_pipes() -> None:
+    # The runner's stderr drain held the pipe's lock until the child ended (600 s here): close() waited on it.
+    done = _kit(
+        "conform", "--vector", "begin-calls-must-be-an-array-plain", "--timeout", "1", "--", sys.executable, "-c",
+        _CLOSES_OUTPUT_CHILD_LIVES,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "ERRORED begin-calls-must-be-an-array-plain" in done.stdout
+
+
+@pytest.mark.parametrize("timeout", ["inf", "1e300", "nan", "0", "-1", "86401"])
+def test_conform_refuses_a_timeout_no_clock_can_wait(timeout: str) -> None:
+    done = _kit("conform", "--timeout", timeout, "--", sys.executable, "-c", "pass")
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "tool-call-closure conform: --timeout must be a number of seconds above 0 and at most 86400"
+    )
+    assert "Traceback" not in done.stderr
+
+
+TRACE = '{"id":1,"cmd":"new"}\n{"id":1,"ok":null}\n'
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("demo",),
+        ("table", "--diagram"),
+        ("check", "TRACE"),
+        ("conform", "--vector", "begin-calls-must-be-an-array-plain"),
+    ],
+    ids=" ".join,
+)
+@pytest.mark.parametrize("where", ["full", "closed"])
+def test_a_command_whose_output_cannot_be_written_says_so_in_one_line(
+    arguments: tuple[str, ...], where: str, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(TRACE, encoding="utf-8")
+    arguments = tuple(str(trace) if a == "TRACE" else a for a in arguments)
+    if where == "full":
+        with open("/dev/full", "w") as full:
+            done = _kit(*arguments, stdout=full)
+        reason = "No space left on device"
+    else:
+        done = _kit(*arguments, stdout=None, shell_suffix="1>&-")
+        reason = "it is closed"
+    assert done.returncode == 1
+    assert done.stderr == f"tool-call-closure {arguments[0]}: cannot write standard output: {reason}\n"
+
+
+def test_conform_says_when_its_report_cannot_be_written() -> None:
+    done = _kit("conform", "--vector", "begin-calls-must-be-an-array-plain", "--report", "/dev/full")
+    assert done.returncode == 1
+    assert done.stderr == "tool-call-closure conform: cannot write the report to /dev/full: No space left on device\n"
+    assert "passed 1" in done.stdout

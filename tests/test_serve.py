@@ -424,3 +424,52 @@ def test_tamper_changes_a_mutable_value_post_order() -> None:
     tamper(value)
     assert value == {"a": "tampered", "c": "tampered", "tampered": True}
     assert inner == ["tampered", "tampered", "tampered"]
+
+
+# --------------------------------------------------------------------------- bounded work (issue 19 item 6)
+
+
+def test_clone_copies_a_value_once_per_line_however_often_the_line_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An 11 KiB line of $clone references cost 15 s and 328 MB when each reference re-parsed the value."""
+    import io
+
+    from tool_call_closure.conformance import serve
+
+    server = serve.Server(io.BytesIO())
+    server.handle_line(json.dumps({"id": 1, "cmd": "new"}))
+    server.handle_line(json.dumps(call(2, "begin", [{"id": f"c{i}", "name": "t"} for i in range(50)])))
+    server.handle_line(json.dumps(call(3, "snapshot")))
+    parsed: list[str] = []
+    real = serve.parse_request_line
+
+    def counting(line: str) -> Any:
+        parsed.append(line)
+        return real(line)
+
+    monkeypatch.setattr(serve, "parse_request_line", counting)
+    server.handle_line(json.dumps(call(4, "succeed", {"$handle": 1}, "c0", [{"$clone": 3}] * 500)))
+    assert len(parsed) == 2  # the line itself, then one copy of the snapshot for its 500 references
+    server.handle_line(json.dumps(call(5, "succeed", {"$handle": 1}, "c1", [{"$clone": 3}] * 3)))
+    assert len(parsed) == 4  # a new line copies afresh (a tamper in between may have changed the value)
+
+
+def test_an_integer_literal_of_5000_digits_is_a_double_not_invalid_json() -> None:
+    out = run_serve(
+        NEW,
+        call(1, "begin", CALLS),
+        '{"id":2,"cmd":"call","method":"succeed","args":[{"$handle":1},"a",[' + "9" * 5000 + "]]}",
+    )
+    assert json.loads(out[-1])["ok"]["settlement"]["content"] == "[null]"  # Infinity, as JSON.parse reads it
+
+
+def test_serve_with_its_output_closed_says_so_without_a_traceback() -> None:
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m tool_call_closure serve 1>&-', sys.executable],
+        input=b'{"id":1,"cmd":"bye"}\n',
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.decode() == "tool-call-closure serve: cannot write standard output: it is closed\n"

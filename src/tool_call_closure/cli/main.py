@@ -30,12 +30,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from tool_call_closure import __version__
 from tool_call_closure.cli.bench import bench_arguments, run_bench
@@ -199,14 +200,70 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _build_parser().parse_args(argv)  # --help and --version print too
     except BrokenPipeError:
         return _output_closed()
+    if sys.stdout is None:  # started with descriptor 1 closed: nothing could be printed, not even the error
+        return _cannot_write(args.command, "standard output", "it is closed")
     if args.command == "serve":  # the protocol server handles its own pipes
         return _serve(args.table)
+    stdout = sys.stdout
+    sys.stdout = _GuardedOutput(stdout)  # type: ignore[assignment]  # a TextIO in all but its type
     try:
         status = _run(args)
         sys.stdout.flush()  # inside the try: buffered output may meet the closed pipe only now
     except BrokenPipeError:
         return _output_closed()
+    except OutputFailed as exc:
+        _output_closed()  # nothing more can reach stdout: the interpreter's final flush must not fail again
+        return _cannot_write(args.command, exc.where, exc.reason)
+    finally:
+        sys.stdout = stdout
     return status
+
+
+class OutputFailed(Exception):
+    """Writing a command's output failed otherwise than by its reader going away (a full disk, an I/O error).
+
+    Not an OSError, so the handlers of a command's own file errors (a missing input) do not mistake it for one.
+    """
+
+    def __init__(self, where: str, error: OSError) -> None:
+        self.where = where
+        self.reason = error.strerror or str(error)
+        super().__init__(f"{where}: {self.reason}")
+
+
+class _GuardedOutput:
+    """``sys.stdout`` while a command runs: a write error becomes :class:`OutputFailed`; BrokenPipeError (the
+    reader went away, ``… | head``) is left as it is, for the quiet status 141."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputFailed("standard output", exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputFailed("standard output", exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _cannot_write(command: str, where: str, reason: str) -> int:
+    """One line on stderr (if there is a stderr) and status 1: the command's output did not reach its place."""
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"tool-call-closure {command}: cannot write {where}: {reason}", file=sys.stderr)
+    return 1
 
 
 SIGPIPE_STATUS = 128 + 13
@@ -264,8 +321,13 @@ def _subject_spec(args: argparse.Namespace) -> SubjectSpec | int:
     """The subject the arguments name, or the exit status 2 of a usage error (already reported)."""
     from tool_call_closure.conformance.conform import SubjectSpec
 
-    if not args.timeout > 0:  # also refuses NaN
-        return _usage(args.command, f"--timeout must be a positive number of seconds, not {args.timeout}")
+    from tool_call_closure.conformance.subject import MAX_TIMEOUT
+
+    if not 0 < args.timeout <= MAX_TIMEOUT:  # also refuses NaN and inf (select() cannot wait that long)
+        return _usage(
+            args.command,
+            f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, not {args.timeout}",
+        )
 
     command = [part for part in args.subject if part != "--"] if args.subject else []
     if args.subject and args.subject[0] == "--":
@@ -310,8 +372,11 @@ def _conform(args: argparse.Namespace) -> int:
     run = run_conformance(vectors, spec, progress_printer())
     summarize(run, sys.stdout)
     if report is not None:
-        with report:
-            write_report(run, report)
+        try:
+            with report:
+                write_report(run, report)
+        except OSError as exc:  # a full disk, an I/O error: the run happened, its report is lost
+            return _cannot_write("conform", f"the report to {args.report}", exc.strerror or str(exc))
         print(f"report: {args.report}")
     return 0 if run.ok() else 1
 

@@ -393,7 +393,8 @@ class Server:
         self._closure: ToolCallClosure | None = None
         self._handles: dict[Any, BatchHandle] = {}
         self._results: dict[Any, Any] = {}
-        # request id -> (the value it returned, its $clone): the copy is made once per returned value.
+        # request id -> (the value it returned, its $clone), for the request line at hand: a line that names
+        # the same value many times copies it once (emptied for each line, so a tamper never meets a stale copy).
         self._clones: dict[Any, tuple[Any, Any]] = {}
         self._parameters = {
             name: _call_signature(getattr(ToolCallClosure, attr))
@@ -430,6 +431,7 @@ class Server:
 
     def handle_line(self, line: str) -> None:
         """Answer one request line (top level)."""
+        self._clones = {}
         try:
             request = parse_request_line(line)
         except (ValueError, RecursionError) as exc:
@@ -666,10 +668,11 @@ class Server:
     def _clone(self, request_id: Any, found: Any) -> Any:
         """The ``$clone`` of the value the call ``request_id`` returned: plain data equal to its JSON.
 
-        Made once per returned value and shared by every ``$clone`` of it: the copy is plain data that the
-        library only reads (it never keeps or changes a caller's value, and identity matters only for the
-        library's own objects, which a copy never is), so one copy serves them all, and a line that names the
-        same large value a thousand times costs one copy, not a thousand (bounded work, as ``$snapshot``).
+        Made once per returned value and request line, and shared by every ``$clone`` of it in that line: the copy
+        is plain data that the library only reads (it never keeps or changes a caller's value, and identity
+        matters only for the library's own objects, which a copy never is), so one copy serves them all, and a
+        line that names the same large value a thousand times costs one copy, not a thousand (bounded work, as
+        ``$snapshot``).  The next line copies afresh: a ``tamper`` in between may have changed the value.
         """
         cached = self._clones.get(request_id)
         if cached is not None and cached[0] is found:

@@ -59,6 +59,12 @@ __all__ = [
 DEFAULT_TIMEOUT: Final = 10.0
 # How long a report waits for the last stderr of a subject that exited (at once, unless its child holds the pipe).
 STDERR_DRAIN_SECONDS: Final = 2.0
+MAX_TIMEOUT: Final = 86_400.0
+"""The longest timeout a subject takes (one day): beyond it a deadline overflows the clocks select() and
+Popen.wait() accept (``--timeout 1e300`` raised OverflowError), and no conformance step needs more."""
+EXIT_GRACE_SECONDS: Final = 0.5
+"""How long a subject whose output ended may take to exit before it is killed: it can answer nothing more, so
+the runner only waits for its exit status, not for the rest of the request's timeout."""
 
 
 class SubjectError(Exception):
@@ -235,6 +241,8 @@ class ProcessSubject(Subject):
 
     def __init__(self, command: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None):
         self.command = list(command)
+        if not 0 < timeout <= MAX_TIMEOUT:  # also refuses NaN
+            raise ValueError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {timeout}")
         self.timeout = timeout
         # When set (time.perf_counter() seconds), no request may run past it: the runner's limit for a vector.
         self.deadline: float | None = None
@@ -252,19 +260,45 @@ class ProcessSubject(Subject):
         assert self._process.stdout is not None
         assert self._process.stderr is not None
         self._lines = _LineReader(self._process.stdout)
+        # Set by close(): the drain stops even when a child of the subject still holds the pipe open.
+        self._stop_drain = threading.Event()
+        self._idle_polls = 0
         self._stderr_drain = threading.Thread(target=self._drain, args=(self._process.stderr,), daemon=True)
         self._stderr_drain.start()
 
     def _drain(self, stream: IO[bytes]) -> None:
+        """Keep the subject's stderr.  On POSIX the pipe is polled, so close() can stop the drain: a blocking
+        read would hold the stream's lock until the pipe's last writer (perhaps a grandchild that lives on)
+        closes it, and close() would wait that long to close the stream."""
         with contextlib.suppress(OSError, ValueError):
-            for chunk in iter(lambda: stream.read(4096), b""):
-                self._stderr.append(chunk)
+            if os.name == "nt":
+                for chunk in iter(lambda: stream.read(4096), b""):
+                    self._stderr.append(chunk)
+                return
+            fd = stream.fileno()
+            with selectors.DefaultSelector() as selector:
+                selector.register(fd, selectors.EVENT_READ)
+                while not self._stop_drain.is_set():
+                    if not selector.select(0.05):
+                        self._idle_polls += 1  # the pipe was empty for a whole poll
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        return
+                    self._stderr.append(chunk)
 
     def stderr_text(self) -> str:
         if self._process.poll() is not None:
             # The subject exited: what it wrote last may still be in the pipe. Its end of the pipe is closed, so
-            # the drain reaches end of file at once -- unless a child of the subject still holds it: bounded.
-            self._stderr_drain.join(timeout=STDERR_DRAIN_SECONDS)
+            # the drain reaches end of file at once -- unless a child of the subject still holds it. Then the
+            # drain is done once a whole poll that began after the exit found the pipe empty (POSIX), and in
+            # any case after STDERR_DRAIN_SECONDS.
+            polls = self._idle_polls
+            give_up = time.perf_counter() + STDERR_DRAIN_SECONDS
+            while self._stderr_drain.is_alive() and time.perf_counter() < give_up:
+                if os.name != "nt" and self._idle_polls >= polls + 2:
+                    break
+                self._stderr_drain.join(timeout=0.01)
         return b"".join(self._stderr).decode("utf-8", "replace")
 
     def alive(self) -> bool:
@@ -321,16 +355,21 @@ class ProcessSubject(Subject):
             meanwhile()
         while True:
             try:
-                raw = self._lines.read_line(max(0.0, deadline - time.perf_counter()))
+                # Checked before every line, not only when waiting: a subject that writes nested lines faster
+                # than they are read would otherwise always have one ready, and the request would never end.
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    raise TimeoutError
+                raw = self._lines.read_line(left)
             except TimeoutError:
                 self._process.kill()
                 raise SubjectError(f"subject did not answer within {self.timeout:g} s") from None
             if raw is None:
                 try:
-                    code = self._process.wait(timeout=max(0.0, deadline - time.perf_counter()))
+                    code = self._process.wait(timeout=min(EXIT_GRACE_SECONDS, max(0.0, deadline - time.perf_counter())))
                 except subprocess.TimeoutExpired:
                     self._process.kill()
-                    raise SubjectError("subject closed its output but did not exit") from None
+                    raise SubjectError("subject closed its output but did not exit (killed)") from None
                 raise SubjectError(f"subject exited with status {code} before answering")
             line = raw.decode("utf-8", "replace")
             response = parse_response_line(line)
@@ -348,6 +387,8 @@ class ProcessSubject(Subject):
             self._process.kill()
             self._process.wait()
         self._lines.close()
+        self._stop_drain.set()
+        self._stderr_drain.join(timeout=1.0)
         for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
             if stream is not None:
                 # A subject that exited before reading a request leaves it in stdin's buffer; closing flushes
