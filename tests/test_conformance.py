@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 from referencing import Registry, Resource
 
 from tables import raw_table, row
+from tool_call_closure.conformance.compare import diff_responses
 from tool_call_closure.conformance.conform import (
     SubjectSpec,
     check_trace,
@@ -31,9 +33,9 @@ from tool_call_closure.conformance.conform import (
     summarize,
     write_report,
 )
-from tool_call_closure.conformance.compare import diff_responses, first_difference
 from tool_call_closure.conformance.coverage import coverage_table
 from tool_call_closure.conformance.fuzz import ALL_EXPORTS, EXPORTS, PROBED_EXPORTS, fuzz, probe_exports
+from tool_call_closure.conformance.serve import parse_request_line
 from tool_call_closure.conformance.subject import (
     InProcessSubject,
     ProcessSubject,
@@ -95,7 +97,8 @@ def _validate_all(validator: jsonschema.Draft202012Validator) -> None:
             malformed = any(r.get("error", {}).get("kind") == "ProtocolError" for r in responses)
             if malformed:
                 continue
-            request = json.loads(step["request"]) if isinstance(step["request"], str) else step["request"]
+            text = step["request"]
+            request = parse_request_line(text) if isinstance(text, str) else text  # the protocol's number rule
             # (a vector may send a malformed request on purpose; it then expects a ProtocolError, skipped above)
             assert protocol.evolve(schema=request_schema).is_valid(request), (vector.id, index, request)
     for vector in VECTORS:
@@ -279,13 +282,13 @@ def test_a_subprocess_subject_gets_a_vectors_requests_ahead_of_its_answers(tmp_p
 def test_a_failed_vectors_answers_written_ahead_are_drained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A vector that fails before its last step leaves answers on the way; the next vector must not read them.
     The same broken subject, with nothing written ahead, is the oracle: every vector's outcome and message agree."""
-    from tool_call_closure.conformance import conform as conform_module
+    from tool_call_closure.conformance import runner as runner_module
 
     broken = SubjectSpec((*reference_command(), "--table", str(_broken_table(tmp_path))))
     ahead = run_conformance(VECTORS, broken)
     early = [r for r in ahead.results if r.outcome == "failed" and (r.step or 0) < len(_steps_of(r.id))]
     assert early, "no vector failed before its last step: nothing was left to drain"
-    monkeypatch.setattr(conform_module, "_AHEAD_BYTES", 0)
+    monkeypatch.setattr(runner_module, "_AHEAD_BYTES", 0)
     lockstep = run_conformance(VECTORS, broken)
     assert [(r.id, r.outcome, r.step, r.message) for r in ahead.results] == [
         (r.id, r.outcome, r.step, r.message) for r in lockstep.results
@@ -799,7 +802,7 @@ def test_the_last_stderr_of_a_subject_that_exited_is_reported(tmp_path: Path, mo
         drain(self, stream)
 
     monkeypatch.setattr(ProcessSubject, "_drain", held_back)
-    monkeypatch.setattr(subject_module, "STDERR_DRAIN_SECONDS", None)
+    monkeypatch.setattr(subject_module, "STDERR_DRAIN_SECONDS", math.inf)
     dying = tmp_path / "dying.py"
     dying.write_text("import sys\nsys.stdin.readline()\nsys.stderr.write('boom')\nsys.exit(3)\n")
     subject = ProcessSubject([sys.executable, str(dying)], timeout=5)

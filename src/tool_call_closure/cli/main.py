@@ -205,13 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":  # the protocol server handles its own pipes
         return _serve(args.table)
     stdout = sys.stdout
-    sys.stdout = _GuardedOutput(stdout)  # type: ignore[assignment]  # a TextIO in all but its type
+    sys.stdout = _GuardedOutput(stdout)  # a TextIO to its callers (__getattr__ gives the rest)
     try:
         status = _run(args)
         sys.stdout.flush()  # inside the try: buffered output may meet the closed pipe only now
     except BrokenPipeError:
         return _output_closed()
-    except OutputFailed as exc:
+    except OutputError as exc:
         _output_closed()  # nothing more can reach stdout: the interpreter's final flush must not fail again
         return _cannot_write(args.command, exc.where, exc.reason)
     finally:
@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
-class OutputFailed(Exception):
+class OutputError(Exception):
     """Writing a command's output failed otherwise than by its reader going away (a full disk, an I/O error).
 
     Not an OSError, so the handlers of a command's own file errors (a missing input) do not mistake it for one.
@@ -232,7 +232,7 @@ class OutputFailed(Exception):
 
 
 class _GuardedOutput:
-    """``sys.stdout`` while a command runs: a write error becomes :class:`OutputFailed`; BrokenPipeError (the
+    """``sys.stdout`` while a command runs: a write error becomes :class:`OutputError`; BrokenPipeError (the
     reader went away, ``… | head``) is left as it is, for the quiet status 141."""
 
     def __init__(self, stream: IO[str]) -> None:
@@ -244,7 +244,7 @@ class _GuardedOutput:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise OutputFailed("standard output", exc) from None
+            raise OutputError("standard output", exc) from None
 
     def flush(self) -> None:
         try:
@@ -252,7 +252,7 @@ class _GuardedOutput:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise OutputFailed("standard output", exc) from None
+            raise OutputError("standard output", exc) from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -320,7 +320,6 @@ def _run(args: argparse.Namespace) -> int:
 def _subject_spec(args: argparse.Namespace) -> SubjectSpec | int:
     """The subject the arguments name, or the exit status 2 of a usage error (already reported)."""
     from tool_call_closure.conformance.conform import SubjectSpec
-
     from tool_call_closure.conformance.subject import MAX_TIMEOUT
 
     if not 0 < args.timeout <= MAX_TIMEOUT:  # also refuses NaN and inf (select() cannot wait that long)

@@ -12,7 +12,9 @@ module             what it does
 ``serve``          the reference itself as a protocol v1 subject
 ``subject``        subjects: in process, or a subprocess speaking the protocol
 ``vectors``        load the vectors of ``spec/vectors/``; regenerate or check them
-``conform``        run vectors against a subject; summaries, reports, trace check
+``runner``         run vectors against a subject, step by step, within timeouts
+``report``         each vector's outcome; the JSONL report, the summary, report diff
+``conform``        the runner and the report under one name; the trace checker
 ``compare``        the comparison rules of protocol answers (error codes, kinds)
 ``coverage``       which rows, reasons, errors and rules the vectors cover
 ``modelgen``       the shortest witness vector of every table row
