@@ -366,10 +366,13 @@ function handleRequest(request, depth) {
   }
 }
 
-// The capabilities the original has. Not "turn-guard": the turn token (deviation
-// D20, turnToken and begin's {"turn": token}) is the reference's extension, and
-// the original has no such guard (it has no turnToken, and its begin ignores a
-// second argument), so conform skips those vectors instead of failing them.
+// The capabilities the original has (spec/protocol.md, Capabilities): hooks,
+// tamper, the nesting bound (checked in handleLine) and undefined members
+// (UNDEFINED_MEMBERS). Not "turn-guard": the turn token (deviation D20,
+// turnToken and begin's {"turn": token}) is the reference's extension, and the
+// original has no such guard (it has no turnToken, and its begin ignores a
+// second argument); nor "gemini-export" and "bedrock-export" (D8): the original
+// has no such methods. conform skips those vectors instead of failing them.
 function helloRequest(id, request) {
   if (field(request, 'protocol') !== PROTOCOL_VERSION) {
     throw new ProtocolFailure(`unsupported protocol ${show(field(request, 'protocol'))}; this subject speaks 1`);
