@@ -104,27 +104,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    conform = commands.add_parser(
-        "conform",
-        help="run the conformance vectors against a subject (default: the reference)",
-        description="Run the conformance vectors against a subject that serves protocol v1 (spec/protocol.md). "
-        "Exit status: 0 when every selected vector passed or was skipped, 1 when one failed or errored.",
-    )
-    conform.add_argument("--vectors", type=Path, metavar="DIR", help="vector directory (default: the shipped vectors)")
-    conform.add_argument("--tags", nargs="+", default=[], metavar="TAG", help="run only vectors with any of these tags")
-    conform.add_argument("--skip-tags", nargs="+", default=[], metavar="TAG", help="skip vectors with any of these")
-    conform.add_argument("--vector", action="append", default=[], metavar="ID", help="run only the vector ID")
-    conform.add_argument(
-        "--report", type=Path, metavar="PATH", help="write the JSONL report to PATH (default: no report file)"
-    )
-    conform.add_argument("--no-report", action="store_true", help="write no report file (the default)")
-    _subject_arguments(conform)
-
-    report = commands.add_parser("report", help="work with conformance reports")
-    report_commands = report.add_subparsers(dest="report_command", metavar="SUBCOMMAND", required=True)
-    diff = report_commands.add_parser("diff", help="compare two reports by vector id (exit 1 if they differ)")
-    diff.add_argument("a", type=Path, metavar="A.jsonl")
-    diff.add_argument("b", type=Path, metavar="B.jsonl")
+    _add_conform_commands(commands)
 
     _fuzz_arguments(commands)
 
@@ -162,6 +142,46 @@ def _build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("demo", help="abort a batch midway and print the snapshot and the three provider payloads")
 
+    _add_table_command(commands)
+    bench = commands.add_parser(
+        "bench",
+        help="run the shared benchmark workload: the reference, a hand-written baseline, the original (when found)",
+        description="The shared benchmark workload on the reference, a hand-written Python baseline and, when Node and "
+        "the original are found ($TCC_JS), the original, alternating in one run: calls/s with their spread and ratios, "
+        "where a lifecycle round's time goes by operation, settle cost, operation costs, memory and the conformance "
+        "runner's steps/s.",
+    )
+    bench_arguments(bench)
+    return parser
+
+
+def _add_conform_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``conform`` and ``report diff`` commands."""
+    conform = commands.add_parser(
+        "conform",
+        help="run the conformance vectors against a subject (default: the reference)",
+        description="Run the conformance vectors against a subject that serves protocol v1 (spec/protocol.md). "
+        "Exit status: 0 when every selected vector passed or was skipped, 1 when one failed or errored.",
+    )
+    conform.add_argument("--vectors", type=Path, metavar="DIR", help="vector directory (default: the shipped vectors)")
+    conform.add_argument("--tags", nargs="+", default=[], metavar="TAG", help="run only vectors with any of these tags")
+    conform.add_argument("--skip-tags", nargs="+", default=[], metavar="TAG", help="skip vectors with any of these")
+    conform.add_argument("--vector", action="append", default=[], metavar="ID", help="run only the vector ID")
+    conform.add_argument(
+        "--report", type=Path, metavar="PATH", help="write the JSONL report to PATH (default: no report file)"
+    )
+    conform.add_argument("--no-report", action="store_true", help="write no report file (the default)")
+    _subject_arguments(conform)
+
+    report = commands.add_parser("report", help="work with conformance reports")
+    report_commands = report.add_subparsers(dest="report_command", metavar="SUBCOMMAND", required=True)
+    diff = report_commands.add_parser("diff", help="compare two reports by vector id (exit 1 if they differ)")
+    diff.add_argument("a", type=Path, metavar="A.jsonl")
+    diff.add_argument("b", type=Path, metavar="B.jsonl")
+
+
+def _add_table_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``table`` command."""
     table = commands.add_parser("table", help="validate a transition table and summarize it")
     table.add_argument("path", nargs="?", type=Path, help="table file (default: the shipped table)")
     shown = table.add_mutually_exclusive_group()
@@ -177,16 +197,6 @@ def _build_parser() -> argparse.ArgumentParser:
         help="print the same code with every guard, effect and result called by name, not written in: "
         "the table's rows as code, for reading",
     )
-    bench = commands.add_parser(
-        "bench",
-        help="run the shared benchmark workload: the reference, a hand-written baseline, the original (when found)",
-        description="The shared benchmark workload on the reference, a hand-written Python baseline and, when Node and "
-        "the original are found ($TCC_JS), the original, alternating in one run: calls/s with their spread and ratios, "
-        "where a lifecycle round's time goes by operation, settle cost, operation costs, memory and the conformance "
-        "runner's steps/s.",
-    )
-    bench_arguments(bench)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

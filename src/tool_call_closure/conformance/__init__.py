@@ -10,6 +10,7 @@ a *subject* and compares every answer with the reference's:
 module             what it does
 =================  ==================================================================
 ``serve``          the reference itself as a protocol v1 subject
+``wire``           the protocol's lines: numbers as doubles, the nesting bound
 ``subject``        subjects: in process, or a subprocess speaking the protocol
 ``vectors``        load the vectors of ``spec/vectors/``; regenerate or check them
 ``runner``         run vectors against a subject, step by step, within timeouts

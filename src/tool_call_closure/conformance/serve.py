@@ -26,11 +26,18 @@ Two bounds keep a hostile conversation from reaching Python's recursion
 limit (which would surface as an ``InternalError``, always a defect): a
 request line may nest at most :data:`MAX_DEPTH` arrays and objects deep
 (nested requests and hook values included, since they are part of the line),
-checked iteratively before anything is decoded; deeper lines get a
-``ProtocolError`` and change nothing.  Output that cannot be written (the
+checked iteratively before anything is decoded (:mod:`.wire` decodes
+lines and measures them); deeper lines get a ``ProtocolError`` and change
+nothing.  Output that cannot be written (the
 reader closed the pipe, the disk is full) ends the session: the server stops
 writing, finishes the request at hand silently and reports the error to
 :func:`serve`'s caller, which exits without a traceback.
+
+Everything added to protocol v1 after its first publication is a capability
+(:data:`CAPABILITIES`).  A server made with fewer answers as v1 did without
+them (an unknown tag, cmd or method; ``begin`` ignoring a second argument;
+``$undefined`` only in ``args``): the frozen v1 subject the tests keep
+passing every vector it does not skip.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from tool_call_closure import __version__
 from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
+from tool_call_closure.conformance.wire import MAX_DEPTH, MAX_SAFE, may_nest_deeper, nesting_depth, parse_request_line
 from tool_call_closure.ecma import to_js_string
 from tool_call_closure.errors import ToolCallClosureError
 from tool_call_closure.machine.interpreter import MACHINE, Machine
@@ -72,7 +80,6 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
-MAX_SAFE: Final = 2**53
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
 # The optional protocol features this subject has (spec/protocol.md, Capabilities).  Everything added to protocol
 # v1 after its first publication is one of these, so a subject written before an addition, which does not list
@@ -92,10 +99,6 @@ METHOD_CAPABILITIES: Final = {
     "toGeminiFunctionResponses": "gemini-export",
     "toBedrockToolResults": "bedrock-export",
 }
-# The deepest nesting of arrays and objects a request line may have (spec/protocol.md, Limits): the request
-# object itself is level 1.  Deep enough for every vector (hook chains about 25 requests deep), shallow enough
-# that no implementation's recursion limit is reached while decoding, running and serializing it.
-MAX_DEPTH: Final = 128
 
 
 class RequestError(Exception):
@@ -116,72 +119,6 @@ class Error(Exception):
     def __json__(self) -> dict[str, Any]:
         # A JavaScript Error has no enumerable own properties: JSON.stringify writes {}.
         return {}
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# More digits than any integer within ±2**53 has: such a literal is a double at once (float() reads any number of
-# digits in linear time; int() refuses more than sys.get_int_max_str_digits(), 4300 by default).
-_MAX_SAFE_DIGITS: Final = len(str(MAX_SAFE)) + 1  # a sign, then the digits
-
-
-def _parse_int(text: str) -> int | float:
-    # Protocol numbers are doubles: integers beyond 2**53 become the float JavaScript would hold, and one too
-    # large for a double is ±Infinity, as JSON.parse reads it (spec/protocol.md, Numbers).
-    if len(text) > _MAX_SAFE_DIGITS:
-        return float(text)
-    number = int(text)
-    return number if -MAX_SAFE <= number <= MAX_SAFE else float(text)
-
-
-def _parse_float(text: str) -> int | float:
-    number = float(text)
-    if number.is_integer() and -MAX_SAFE <= number <= MAX_SAFE:
-        return int(number)
-    return number
-
-
-# One decoder for every line: json.loads with these hooks would build an equal one per call.
-_DECODER: Final = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
-
-
-def parse_request_line(line: str) -> Any:
-    """Decode one protocol line with the protocol's number rule; raises ValueError if it is not JSON."""
-    if line.startswith("\ufeff"):  # json.loads refuses a byte order mark itself, before decoding: its message
-        return json.loads(line, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
-    return _DECODER.decode(line)
-
-
-def nesting_depth(value: Any, stop: int = MAX_DEPTH + 1) -> int:
-    """How many arrays and objects deep ``value`` nests (a scalar is 0), counted without recursion;
-    the count stops at ``stop``."""
-    deepest = 0
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        item, level = pending.pop()
-        if type(item) is dict:
-            children: Any = item.values()
-        elif type(item) is list:
-            children = item
-        else:
-            continue
-        deepest = max(deepest, level)
-        if deepest >= stop:
-            return deepest
-        pending.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def may_nest_deeper(line: str, limit: int = MAX_DEPTH) -> bool:
-    """Can the JSON text ``line`` nest more than ``limit`` arrays and objects deep?
-
-    Every array and object of the decoded value opens with its own ``[`` or ``{`` character in the text, so
-    the depth is at most the number of those characters (brackets inside strings only make the bound looser).
-    A line with at most ``limit`` of them cannot be too deep; only a line with more needs :func:`nesting_depth`.
-    """
-    return line.count("[") + line.count("{") > limit
 
 
 class Hook:
