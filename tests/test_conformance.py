@@ -951,7 +951,7 @@ def test_conform_refuses_a_timeout_no_clock_can_wait(timeout: str) -> None:
     done = _kit("conform", "--timeout", timeout, "--", sys.executable, "-c", "pass")
     assert done.returncode == 2
     assert done.stderr.startswith(
-        "tool-call-closure conform: --timeout must be a number of seconds above 0 and at most 86400"
+        "tool-call-closure conform: --timeout must be a positive number of seconds, at most 86400, not"
     )
     assert "Traceback" not in done.stderr
 

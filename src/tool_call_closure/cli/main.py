@@ -335,7 +335,7 @@ def _subject_spec(args: argparse.Namespace) -> SubjectSpec | int:
     if not 0 < args.timeout <= MAX_TIMEOUT:  # also refuses NaN and inf (select() cannot wait that long)
         return _usage(
             args.command,
-            f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, not {args.timeout}",
+            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g}, not {args.timeout}",
         )
 
     command = [part for part in args.subject if part != "--"] if args.subject else []
