@@ -9,7 +9,9 @@ import contextlib
 import io
 import json
 import math
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -915,7 +917,15 @@ def _kit(*arguments: str, stdout: Any = subprocess.PIPE, shell_suffix: str = "")
     command = [sys.executable, "-m", "tool_call_closure", *arguments]
     if shell_suffix:  # e.g. "1>&-": descriptor 1 closed, which subprocess cannot arrange by itself
         command = ["sh", "-c", 'exec "$@" ' + shell_suffix, "sh", *command]
-    return subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    # A session of its own: the subjects' children that outlive the run (on purpose, below) are ended with it.
+    process = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
 def test_conform_timeout_bounds_a_step_whose_subject_writes_nested_lines_forever() -> None:
@@ -944,6 +954,14 @@ def test_conform_ends_when_the_subject_exits_but_a_child_keeps_its_pipes() -> No
     )  # fmt: skip
     assert done.returncode == 1
     assert "ERRORED begin-calls-must-be-an-array-plain" in done.stdout
+
+
+def test_conform_ends_when_the_subject_closes_its_output_at_once() -> None:
+    # sh closes its stdout and waits for sleep, which holds stderr: the runner, having killed sh, used to wait
+    # for the sleep to end (30 s in the issue, 600 s here) before it could close the stderr pipe.
+    done = _kit("conform", "--timeout", "1", "--", "sh", "-c", "exec 1>&-; sleep 600; :")
+    assert done.returncode == 1
+    assert "the subject did not start: subject closed its output but did not exit (killed)" in done.stdout
 
 
 @pytest.mark.parametrize("timeout", ["inf", "1e300", "nan", "0", "-1", "86401"])
