@@ -14,6 +14,9 @@ reference and fills in
 * ``covers`` — what the vector exercises, observed rather than claimed: the
   table rows that fired, the rejection reasons returned, the error codes and
   kinds raised;
+* ``requires`` — the capabilities (spec/protocol.md, Capabilities) the
+  requests need, observed from them (:func:`required_capabilities`), so a
+  subject without one skips the vector instead of failing it;
 * ``sha256`` — a hash of the canonical form of the id and steps, so a report
   keyed by ``id`` + ``sha256`` is comparable across runs and a changed vector
   is never mistaken for the same one.
@@ -40,7 +43,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from tool_call_closure.conformance.compare import error_code
-from tool_call_closure.conformance.serve import ABSENT_MEMBERS, MAX_DEPTH, nesting_depth, parse_request_line
+from tool_call_closure.conformance.serve import (
+    ABSENT_MEMBERS,
+    MAX_DEPTH,
+    METHOD_CAPABILITIES,
+    nesting_depth,
+    parse_request_line,
+)
 from tool_call_closure.conformance.subject import InProcessSubject
 from tool_call_closure.machine.table import TABLE_TEXT
 from tool_call_closure.spec_files import spec_path
@@ -258,10 +267,6 @@ def generate(data: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-EXPORT_CAPABILITIES: Final = {"toGeminiFunctionResponses": "gemini-export", "toBedrockToolResults": "bedrock-export"}
-"""The export methods added to protocol v1 after its first publication (deviation D8), and their capabilities."""
-
-
 def required_capabilities(requests: Iterable[Any]) -> set[str]:
     """The capabilities a subject needs to run ``requests`` (spec/protocol.md, Capabilities).
 
@@ -293,8 +298,8 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
     while pending:  # iterative: a request may nest as deep as the protocol allows
         value = pending.pop()
         if isinstance(value, dict):
-            if value.get("cmd") == "call" and value.get("method") in EXPORT_CAPABILITIES:
-                found.add(EXPORT_CAPABILITIES[value["method"]])
+            if value.get("cmd") == "call" and value.get("method") in METHOD_CAPABILITIES:
+                found.add(METHOD_CAPABILITIES[value["method"]])
             if _has_undefined_member(value):
                 found.add("undefined-properties")
             pending.extend(value.values())
