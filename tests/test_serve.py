@@ -473,3 +473,28 @@ def test_serve_with_its_output_closed_says_so_without_a_traceback() -> None:
     )
     assert done.returncode == 1
     assert done.stderr.decode() == "tool-call-closure serve: cannot write standard output: it is closed\n"
+
+
+def test_serve_with_fewer_capabilities_is_a_frozen_v1_subject() -> None:
+    """``serve --capabilities none`` is protocol v1 as first published: the later additions are refused."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tool_call_closure", "serve", "--capabilities", "none"],
+        input=b'{"id":1,"cmd":"hello","protocol":1}\n{"id":2,"cmd":"new"}\n'
+        b'{"id":3,"cmd":"call","method":"toGeminiFunctionResponses"}\n',
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    hello, _, gemini = (json.loads(line) for line in done.stdout.decode().splitlines())
+    assert hello["capabilities"] == []
+    assert gemini["error"] == {"kind": "ProtocolError", "message": "unknown method 'toGeminiFunctionResponses'"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "tool_call_closure", "serve", "--capabilities", "hook,telepathy"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.decode().startswith(
+        "tool-call-closure serve: --capabilities: unknown telepathy (known: hook,"
+    )

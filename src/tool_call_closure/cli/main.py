@@ -139,6 +139,12 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="run a different transition table (for experiments; default: the shipped spec/machine.json)",
     )
+    serve.add_argument(
+        "--capabilities",
+        metavar="LIST",
+        help="serve only these optional protocol features, comma-separated, or 'none' for protocol v1 as first "
+        "published (default: all; spec/protocol.md, Capabilities)",
+    )
 
     commands.add_parser("demo", help="abort a batch midway and print the snapshot and the three provider payloads")
 
@@ -213,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None:  # started with descriptor 1 closed: nothing could be printed, not even the error
         return _cannot_write(args.command, "standard output", "it is closed")
     if args.command == "serve":  # the protocol server handles its own pipes
-        return _serve(args.table)
+        return _serve(args.table, args.capabilities)
     stdout = sys.stdout
     sys.stdout = _GuardedOutput(stdout)  # a TextIO to its callers (__getattr__ gives the rest)
     try:
@@ -221,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # inside the try: buffered output may meet the closed pipe only now
     except BrokenPipeError:
         return _output_closed()
-    except OutputError as exc:
+    except OutputWriteError as exc:
         _output_closed()  # nothing more can reach stdout: the interpreter's final flush must not fail again
         return _cannot_write(args.command, exc.where, exc.reason)
     finally:
@@ -229,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
-class OutputError(Exception):
+class OutputWriteError(Exception):
     """Writing a command's output failed otherwise than by its reader going away (a full disk, an I/O error).
 
     Not an OSError, so the handlers of a command's own file errors (a missing input) do not mistake it for one.
@@ -242,7 +248,7 @@ class OutputError(Exception):
 
 
 class _GuardedOutput:
-    """``sys.stdout`` while a command runs: a write error becomes :class:`OutputError`; BrokenPipeError (the
+    """``sys.stdout`` while a command runs: a write error becomes :class:`OutputWriteError`; BrokenPipeError (the
     reader went away, ``… | head``) is left as it is, for the quiet status 141."""
 
     def __init__(self, stream: IO[str]) -> None:
@@ -254,7 +260,7 @@ class _GuardedOutput:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise OutputError("standard output", exc) from None
+            raise OutputWriteError("standard output", exc) from None
 
     def flush(self) -> None:
         try:
@@ -262,7 +268,7 @@ class _GuardedOutput:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise OutputError("standard output", exc) from None
+            raise OutputWriteError("standard output", exc) from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -564,13 +570,13 @@ def _load_machine(path: Path | None) -> Machine:
     return Machine(load_table(path.read_text(encoding="utf-8")))
 
 
-def _serve(table: Path | None) -> int:
+def _serve(table: Path | None, capabilities: str | None = None) -> int:
     """Exit status: 0 after ``bye``, end of input, or when the reader closes the output early (quietly);
     1 with one line on stderr when reading or writing fails otherwise (a full disk); 2 for a bad ``--table``."""
     import errno
     import os
 
-    from tool_call_closure.conformance.serve import OutputError, serve
+    from tool_call_closure.conformance.serve import CAPABILITIES, OutputError, serve
     from tool_call_closure.errors import TableError
 
     try:
@@ -578,8 +584,14 @@ def _serve(table: Path | None) -> int:
     except (OSError, TableError, ValueError, RecursionError) as exc:
         print(f"tool-call-closure serve: --table {table}: {_one_line(exc)}", file=sys.stderr)
         return 2
+    served: tuple[str, ...] = CAPABILITIES
+    if capabilities is not None:
+        served = tuple(name.strip() for name in capabilities.split(",") if name.strip() and capabilities != "none")
+        unknown = sorted(set(served) - set(CAPABILITIES))
+        if unknown:
+            return _usage("serve", f"--capabilities: unknown {', '.join(unknown)} (known: {', '.join(CAPABILITIES)})")
     try:
-        return serve(machine=machine)
+        return serve(machine=machine, capabilities=served)
     except OutputError as closed:
         # Nothing more can reach stdout; point it at /dev/null so the interpreter's final flush is silent.
         with open(os.devnull, "wb") as devnull:

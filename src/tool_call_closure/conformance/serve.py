@@ -669,14 +669,19 @@ class OutputError(Exception):
         self.error = error
 
 
-def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None, machine: Machine = MACHINE) -> int:
+def serve(
+    stdin: IO[bytes] | None = None,
+    stdout: IO[bytes] | None = None,
+    machine: Machine = MACHINE,
+    capabilities: tuple[str, ...] = CAPABILITIES,
+) -> int:
     """Serve protocol v1 until ``bye`` or end of input; returns the exit status (0).
 
     Raises :class:`OutputError` when the output cannot be written; the command line turns that into a quiet
     exit (the reader went away) or one line on stderr (any other error), never a traceback.
     """
     source = stdin if stdin is not None else sys.stdin.buffer
-    server = Server(stdout if stdout is not None else sys.stdout.buffer, machine)
+    server = Server(stdout if stdout is not None else sys.stdout.buffer, machine, capabilities=capabilities)
     for raw in source:
         if server.output_error is not None:
             break
