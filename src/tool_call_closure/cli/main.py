@@ -15,8 +15,12 @@
 ``vectors [--check] [--coverage] [--dir DIR]``
     Regenerate the vectors' expectations from the reference (or, with
     ``--check``, fail if the committed vectors drift); print the coverage table.
-``serve``
-    Serve protocol v1 on stdin/stdout: the reference as a conformance subject.
+``serve [--capabilities LIST|none]``
+    Serve protocol v1 on stdin/stdout: the reference as a conformance subject
+    (with fewer capabilities, a frozen v1 subject).  Every command that cannot
+    write its output (a full disk, a closed descriptor) says so in one line on
+    stderr and exits with status 1; a reader that goes away (``| head``) ends
+    it quietly with status 141.
 ``demo``
     Abort a batch midway and print the snapshot and the three provider payloads.
 ``table [PATH] [--diagram | --emit-python | --emit-outline]``
