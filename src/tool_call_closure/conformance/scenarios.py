@@ -28,6 +28,12 @@ It never draws the other deviations' inputs at all (a call entry with a
 exports, D8).  With ``deviations=True``
 it draws them too.
 
+JavaScript callers write ``{status: undefined}``: now and then a member the
+library reads (an option, a call entry's id or name, an outcome's or a close
+reason's field) is drawn as ``{"$undefined":true}`` instead of left out
+(capability ``undefined-properties``, spec/protocol.md), never inside a hook's
+``then`` (where the protocol refuses it).
+
 This module needs Hypothesis (a development dependency); the library itself
 never imports it.
 """
@@ -181,7 +187,7 @@ class ScenarioBuilder:
             ):
                 if self.draw(st.integers(0, 3)) == 0:
                     options[key] = self.draw(st.sampled_from(values))
-            request["options"] = options
+            request["options"] = self._undefined_members(options, ("maxCalls", "maxResultBytes", "maxMessageBytes"))
         elif choice <= 8:
             bad = st.sampled_from([0, -1, 1.5, "2", True, 2**53, None, {"$nan": True}])
             request["options"] = {
@@ -250,10 +256,11 @@ class ScenarioBuilder:
 
     # ------------------------------------------------------------------ values
 
-    def _maybe_hook(self, depth: int, then: Any) -> Any:
-        """Sometimes wrap ``then`` in a hook that runs nested calls first."""
+    def _maybe_hook(self, depth: int, then: Any, members: tuple[str, ...] = ()) -> Any:
+        """Sometimes wrap ``then`` in a hook that runs nested calls first; else give the absent ``members``
+        of the object ``then`` as ``{"$undefined":true}`` now and then."""
         if not self.hooks or depth >= 2 or self.draw(st.integers(0, 7)) != 0:
-            return then
+            return self._undefined_members(then, members)
         calls = [self._request(depth + 1) for _ in range(self.draw(st.integers(0, 2)))]
         spec: dict[str, Any] = {"calls": calls}
         if then is not _ABSENT and self.draw(st.integers(0, 9)) != 0:  # sometimes no then: undefined
@@ -261,6 +268,14 @@ class ScenarioBuilder:
         if self.draw(st.integers(0, 5)) == 0:
             spec["throw"] = self._text()
         return {"$hook": spec}
+
+    def _undefined_members(self, value: Any, members: tuple[str, ...]) -> Any:
+        """``value`` with some of its absent ``members`` set to ``{"$undefined":true}`` (JavaScript's undefined)."""
+        if isinstance(value, dict) and members and self.draw(st.integers(0, 5)) == 0:
+            for key in members:
+                if key not in value and self.draw(st.booleans()):
+                    value[key] = {"$undefined": True}
+        return value
 
     def _text(self) -> str:
         chars = st.sampled_from(SIMPLE_CHARS) | st.sampled_from(TRICKY_CHARS)
@@ -319,7 +334,7 @@ class ScenarioBuilder:
                 entry["id"] = self._call_id()
             if entry_kind != 2:
                 entry["name"] = self.draw(st.sampled_from(NAMES)) if self.draw(st.booleans()) else self._id_like()
-            entries.append(self._maybe_hook(depth, entry))
+            entries.append(self._maybe_hook(depth, entry, ("id", "name")))
         return entries
 
     def _id_like(self) -> Any:
@@ -396,7 +411,7 @@ class ScenarioBuilder:
             message = self._message(depth)
             if message is not _ABSENT:
                 outcome["message"] = message
-        return self._maybe_hook(depth, outcome)
+        return self._maybe_hook(depth, outcome, ("content", "code", "message"))
 
     def _reason(self, depth: int) -> Any:
         kind = self.draw(st.integers(0, 9))
@@ -419,7 +434,7 @@ class ScenarioBuilder:
             message = self._message(depth)
             if message is not _ABSENT:
                 reason["message"] = message
-        return self._maybe_hook(depth, reason)
+        return self._maybe_hook(depth, reason, ("status", "code", "sideEffectState", "message"))
 
     def _snapshot_arg(self) -> Any:
         kind = self.draw(st.integers(0, 6))
