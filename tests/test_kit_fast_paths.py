@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tool_call_closure.closure import to_json
-from tool_call_closure.conformance import serve
+from tool_call_closure.conformance import serve, wire
 from tool_call_closure.conformance.compare import diff_responses, same_text, same_value
 from tool_call_closure.conformance.serve import (
     MAX_DEPTH,
@@ -233,7 +233,7 @@ def test_brackets_inside_strings_do_not_refuse_a_shallow_request() -> None:
 @given(json_texts)
 def test_one_shared_decoder_decodes_as_json_loads_with_the_number_rule(line: str) -> None:
     expected = json.loads(
-        line, parse_int=serve._parse_int, parse_float=serve._parse_float, parse_constant=serve._reject_constant
+        line, parse_int=wire._parse_int, parse_float=wire._parse_float, parse_constant=wire._reject_constant
     )
     assert same_value(parse_request_line(line), expected)
 
