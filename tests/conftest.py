@@ -1,4 +1,8 @@
-"""Shared test configuration: Hypothesis profiles and helpers.
+"""Shared test configuration: Hypothesis profiles, helpers, and the summary line about parity.
+
+When the comparisons with the JavaScript original are skipped (no ``node``, or no original at ``$TCC_JS`` or
+in the shared seed folder), the terminal summary says so in one line, with how many and how to enable them
+(:func:`pytest_terminal_summary`): a newcomer must not believe parity was checked.
 
 Profiles (select with HYPOTHESIS_PROFILE):
 
