@@ -390,6 +390,29 @@ def test_check_reports_malformed_traces_with_their_line_number(lines: list[str],
     assert message in out.getvalue()
 
 
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([], "the trace holds no request"),
+        (["", "  "], "the trace holds no request"),
+        (['{"id":"h","cmd":"hello"}', '{"id":"h","protocol":1}'], "the trace holds no request but hello"),
+    ],
+)
+def test_check_of_a_trace_with_nothing_to_check_is_not_agreement(lines: list[str], message: str) -> None:
+    # A wrong path (an empty file) or a trace cut after the handshake checked nothing: "agrees" would be a false pass.
+    out = io.StringIO()
+    assert check_trace(lines, out) == 2
+    assert message in out.getvalue()
+    assert "agrees" not in out.getvalue()
+
+
+def test_check_counts_the_requests_it_compared() -> None:
+    out = io.StringIO()
+    hello = ['{"id":"h","cmd":"hello"}', '{"id":"h","protocol":1}']
+    assert check_trace([*hello, '{"id":"1","cmd":"new"}', '{"id":"1","ok":null}'], out) == 0
+    assert out.getvalue() == "trace agrees with the reference: 1 request checked\n"
+
+
 def test_check_command_line(tmp_path: Path) -> None:
     vector = next(v for v in VECTORS if v.id == "settle-forged-handle-is-stale")
     trace = tmp_path / "trace.jsonl"

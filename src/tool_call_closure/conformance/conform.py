@@ -91,11 +91,17 @@ def _read_trace(lines: Iterable[str]) -> list[tuple[int, dict[str, Any], list[tu
 
 
 def check_trace(lines: Iterable[str], out: IO[str], *, context: int = 3) -> int:
-    """Replay a recorded trace through the reference; return 0 if every recorded response agrees."""
+    """Replay a recorded trace through the reference; 0 if every recorded response agrees, 1 at the first that
+    does not, 2 for a malformed trace or one with nothing to check (no request but ``hello``)."""
     try:
         groups = _read_trace(lines)
     except TraceError as exc:
         out.write(f"malformed trace: {exc}\n")
+        return 2
+    checked = sum(1 for _, request, _ in groups if request.get("cmd") != "hello")
+    if not checked:
+        # An empty file (a wrong path) or a trace cut after the handshake: agreement would be a false pass.
+        out.write(f"nothing to check: the trace holds no request{' but hello' if groups else ''}\n")
         return 2
     reference = InProcessSubject()
     history: list[str] = []
@@ -116,5 +122,5 @@ def check_trace(lines: Iterable[str], out: IO[str], *, context: int = 3) -> int:
                 out.write(f"  reference: {json.dumps(response, ensure_ascii=False)}\n")
             return 1
         history.append(f"  line {number}: {json.dumps(request, ensure_ascii=False)[:200]}")
-    out.write(f"trace agrees with the reference: {len(groups)} requests checked\n")
+    out.write(f"trace agrees with the reference: {checked} request{'' if checked == 1 else 's'} checked\n")
     return 0
