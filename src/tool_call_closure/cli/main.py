@@ -116,7 +116,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "check",
         help="replay a recorded protocol trace through the reference",
         description="A trace is JSONL: each request line (with cmd) followed by the response lines it got. "
-        "Exit status: 0 agrees, 1 differs, 2 malformed trace.",
+        "Exit status: 0 agrees, 1 differs, 2 malformed trace or nothing to check (no request but hello).",
     )
     check.add_argument("trace", type=Path, metavar="TRACE.jsonl")
 
