@@ -196,3 +196,28 @@ def test_a_package_map_missing_a_module_is_caught() -> None:
     assert _mentioned("``table``  load it", "table")
     assert _mentioned("see :mod:`.table`", "table")
     assert not _mentioned("``tables``  load them", "table")
+
+
+def test_the_kits_entry_points_import_from_the_package_on_first_use() -> None:
+    # conformance.__all__ names the kit's entry points; each is loaded from its module when first asked for, so
+    # importing the package imports none of its modules (a subprocess: this test process has imported them all).
+    import tool_call_closure.conformance as kit
+
+    assert sorted(kit.__all__) == sorted(kit._HOMES)
+    for name in kit.__all__:
+        home = importlib.import_module(f"tool_call_closure.conformance.{kit._HOMES[name]}")
+        assert getattr(kit, name) is getattr(home, name)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        kit.nothing  # noqa: B018
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, tool_call_closure.conformance; print(sorted(m for m in sys.modules if "
+            "m.startswith('tool_call_closure.conformance.')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert loaded.strip() == "[]"

@@ -35,4 +35,77 @@ imports a provider module.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tool_call_closure.conformance.conform import (
+        ConformanceRun,
+        SubjectSpec,
+        VectorResult,
+        check_trace,
+        diff_reports,
+        read_report,
+        run_conformance,
+        select_vectors,
+        summarize,
+        write_report,
+    )
+    from tool_call_closure.conformance.serve import CAPABILITIES, Server
+    from tool_call_closure.conformance.subject import InProcessSubject, ProcessSubject, Subject, SubjectError
+    from tool_call_closure.conformance.vectors import Vector, load_vectors
+
+# The kit's entry points, each from the module that defines it.  They are imported on first use (PEP 562):
+# ``import tool_call_closure.conformance`` stays cheap.  (The functions ``fuzz`` and ``serve`` share their
+# modules' names, which a submodule import would overwrite here: they are ``conformance.fuzz.fuzz`` and
+# ``conformance.serve.serve``.)
+_HOMES = {
+    "ConformanceRun": "conform",
+    "SubjectSpec": "conform",
+    "VectorResult": "conform",
+    "check_trace": "conform",
+    "diff_reports": "conform",
+    "read_report": "conform",
+    "run_conformance": "conform",
+    "select_vectors": "conform",
+    "summarize": "conform",
+    "write_report": "conform",
+    "Vector": "vectors",
+    "load_vectors": "vectors",
+    "Subject": "subject",
+    "InProcessSubject": "subject",
+    "ProcessSubject": "subject",
+    "SubjectError": "subject",
+    "CAPABILITIES": "serve",
+    "Server": "serve",
+}
+
+__all__ = [
+    "CAPABILITIES",
+    "ConformanceRun",
+    "InProcessSubject",
+    "ProcessSubject",
+    "Server",
+    "Subject",
+    "SubjectError",
+    "SubjectSpec",
+    "Vector",
+    "VectorResult",
+    "check_trace",
+    "diff_reports",
+    "load_vectors",
+    "read_report",
+    "run_conformance",
+    "select_vectors",
+    "summarize",
+    "write_report",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
