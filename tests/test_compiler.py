@@ -30,6 +30,7 @@ from tool_call_closure.conformance.vectors import load_vectors
 from tool_call_closure.machine.compiler import generate_source, python_name
 from tool_call_closure.machine.context import OPERATION_CONTEXTS, Context, SettleContext
 from tool_call_closure.machine.interpreter import MACHINE, Machine
+from tool_call_closure.machine.regenerate import GENERATED_PATH
 from tool_call_closure.machine.table import TABLE
 
 PROOFS = Path(__file__).resolve().parents[1] / "proofs"
@@ -45,6 +46,8 @@ class WalkingMachine(Machine):
 
 
 WALK = WalkingMachine(TABLE)
+# The shipped machine's source as the generator writes it (the checked-in module is this, formatted and typed).
+SOURCE = Machine(TABLE).source
 
 
 def _transcript(machine: Machine, steps: list[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:
@@ -116,21 +119,40 @@ def test_emit_python_prints_the_source_that_runs() -> None:
     with redirect_stdout(out):
         assert main(["table", "--emit-python"]) == 0
     source = out.getvalue()
-    assert source == MACHINE.source == generate_source(TABLE, MACHINE.implementations, OPERATION_CONTEXTS)
+    # The shipped table's machine is the checked-in module (tests/test_generated.py holds it to the generator).
+    assert source == MACHINE.source == GENERATED_PATH.read_text(encoding="utf-8")
     compile(source, "<emitted>", "exec")  # it is valid Python on its own
     for op, function in MACHINE.operations.items():
         assert function.__name__ == f"run_{op}"
-        assert function.__code__.co_filename.startswith("<tool-call-closure machine ")
+        assert function.__code__.co_filename == str(GENERATED_PATH)
     for op, function in MACHINE.entries.items():
         assert function.__name__ == f"enter_{op}"
-        assert function.__code__.co_filename.startswith("<tool-call-closure machine ")
+        assert function.__code__.co_filename == str(GENERATED_PATH)
     assert set(MACHINE.operations) == set(MACHINE.entries) == set(TABLE.operations)
+    # Any other machine (another table, a test's, a mutant's) is generated at import, and runs what it prints.
+    runtime = Machine(TABLE)
+    assert runtime.origin == "generated at import"
+    assert runtime.source == generate_source(TABLE, MACHINE.implementations, OPERATION_CONTEXTS)
+    for function in runtime.entries.values():
+        assert function.__code__.co_filename.startswith("<tool-call-closure machine ")
     for r in TABLE.transitions:  # every row is rendered (its id is what tracing records)
-        assert repr(r.id) in source
+        assert repr(r.id) in runtime.source
+        assert f'"{r.id}"' in source
 
 
-def test_an_operation_runs_through_the_generated_code() -> None:
+def test_a_traceback_from_the_shipped_path_names_the_checked_in_module() -> None:
     c = create_tool_call_closure()
+    with pytest.raises(UsageError) as info:
+        c.begin("not a list")
+    frames = traceback.extract_tb(info.value.__traceback__)
+    generated = [f for f in frames if f.filename == str(GENERATED_PATH)]
+    assert [f.name for f in generated] == ["enter_begin"]
+    assert generated[0].line == 'raise semantics_.spec_error("calls_not_array")'  # a real file's real line
+    assert GENERATED_PATH.read_text().splitlines()[generated[0].lineno - 1].strip() == generated[0].line
+
+
+def test_an_operation_of_another_machine_runs_through_the_code_generated_at_import() -> None:
+    c = closure_for(TABLE)
     with pytest.raises(UsageError) as info:
         c.begin("not a list")
     frames = traceback.extract_tb(info.value.__traceback__)
@@ -144,7 +166,7 @@ def test_a_modified_table_changes_the_generated_code_and_what_runs() -> None:
     # and the recheck rejects it (as tests/test_table.py shows for the behaviour; here through the generated code).
     table = modified(lambda raw: row(raw, "settle.admit.closed").update({"from": ["complete", "error"]}))
     machine = Machine(table)
-    assert machine.source != MACHINE.source
+    assert machine.source != SOURCE
     assert "elif state in ('complete', 'error'):" in machine.source
     closure = closure_for(table)
     trace: list[str] = []
@@ -208,14 +230,14 @@ def test_the_shipped_semantics_are_written_into_the_generated_code() -> None:
     assert called == []
     for kind, names in MACHINE.implementations.items():
         for name in names:
-            assert f"{python_name(kind, name)}(ctx)" not in MACHINE.source
+            assert f"{python_name(kind, name)}(ctx)" not in SOURCE
 
 
 def test_an_inlined_body_reads_its_module_globals_when_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rebinding a global of the semantics changes the inlined code exactly as it changes a call."""
     from tool_call_closure.machine import semantics
 
-    assert "semantics_.serialize_content(" in MACHINE.source  # normalize_outcome's body, inlined, calls it
+    assert "semantics_.serialize_content(" in SOURCE  # normalize_outcome's body, inlined, calls it
     seen: list[object] = []
     real = semantics.serialize_content
 
@@ -430,9 +452,10 @@ def test_a_normalization_that_runs_no_caller_code_runs_in_one_acquisition(
 
 
 def test_the_generated_operation_branches_on_the_no_caller_code_checks() -> None:
-    assert MACHINE.source.count("with lock:") > len(TABLE.operations)
+    assert SOURCE.count("with lock:") > len(TABLE.operations)
     for name in ("normalize_outcome", "normalize_close_reason"):
-        assert f"inlined from tool_call_closure.machine.semantics.{name}_runs_no_caller_code" in MACHINE.source
+        unwrapped = re.sub(r"\n *# ", " ", SOURCE)  # a long comment is wrapped to the line length
+        assert f"inlined from tool_call_closure.machine.semantics.{name}_runs_no_caller_code" in unwrapped
 
 
 def test_a_no_caller_code_check_for_an_effect_that_runs_none_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -459,7 +482,7 @@ def test_emit_outline_prints_the_rows_as_code_with_every_name_called() -> None:
             assert f"{python_name('effect', effect)}(ctx)" in outline
         if r.guard is not None:
             assert f"{python_name('guard', r.guard)}(ctx)" in outline
-    assert len(outline) < len(MACHINE.source)
+    assert len(outline) < len(SOURCE)
 
 
 def test_plain_content_converted_by_the_check_is_stored_as_the_walk_stores_it() -> None:
@@ -513,7 +536,7 @@ def test_a_recheck_under_the_same_acquisition_evaluates_no_guard_admission_found
         ("settle", {"settle.recheck.stale", "settle.recheck.duplicate", "settle.recheck.closed"}),
         ("close", {"close.recheck.stale", "close.recheck.closed"}),
     ):
-        one, two = _forms(MACHINE.source, op)
+        one, two = _forms(SOURCE, op)
         assert _fired(two) >= rechecks
         assert not _fired(one) & rechecks
         assert f"{op}.admit.stale" in _fired(one)
@@ -566,9 +589,9 @@ def test_the_outline_keeps_every_recheck_row() -> None:
 
 def test_every_shipped_operation_keeps_its_context_fields_as_locals() -> None:
     """Every name of the shipped semantics is inlined, so no compiled operation builds a context up front."""
-    assert "a name it uses is called" not in MACHINE.source
+    assert "a name it uses is called" not in SOURCE
     for op in TABLE.operations:
-        body = _operation(MACHINE.source, op)
+        body = _operation(SOURCE, op)
         assert "ctx = " not in body.replace("ctx = spill_", ""), op  # only a step that needs the object builds one
 
 

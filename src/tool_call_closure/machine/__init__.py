@@ -7,8 +7,13 @@ module                    what lives there
 ``context``               what an operation works on: the instance protocol, the run record,
                           one typed context per operation
 ``semantics``             what each guard, effect, result, observed kind and target rule means
-``compiler``              generate one Python function per operation from the table (what runs)
-``interpreter``           compile the table into dispatch tuples and run an operation by it
+``compiler``              write the table out as Python: one function per operation, the semantics'
+                          bodies inlined (generated at import for any table but the shipped one)
+``generated``             the shipped table so written, checked in: the machine that runs
+                          (``python -m tool_call_closure.machine.regenerate`` rewrites it)
+``interpreter``           compile the table into dispatch tuples, walk it (the definition), and
+                          bind the compiled operations; ``TCC_MACHINE=walk`` runs the walk instead
+``regenerate``            write ``generated.py``, or check that it is current
 ``diagram``               the table's state diagrams (Mermaid), as the README shows them
 ========================  ==================================================================
 

@@ -81,6 +81,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -137,6 +139,9 @@ def _docstring(text: str) -> str:
     return f'"""{safe}"""'
 
 
+_WIDTH: Final = 120  # the project's line length
+
+
 class _Writer:
     """Indented lines of source."""
 
@@ -145,7 +150,16 @@ class _Writer:
         self.depth = 0
 
     def line(self, text: str = "") -> None:
-        self.lines.append(("    " * self.depth + text) if text else "")
+        indent = "    " * self.depth
+        if text.startswith("# ") and len(indent) + len(text) > _WIDTH:  # a comment: wrapped to the line length
+            for part in textwrap.wrap(text[2:], _WIDTH - len(indent) - 2, break_long_words=False):
+                self.lines.append(f"{indent}# {part}")
+            return
+        code, mark, comment = text.partition("  # ")
+        if mark and len(indent) + len(text) > _WIDTH and "'" not in comment and '"' not in comment:
+            self.line(f"# {comment}")  # a long line's own comment goes above it: the formatter will wrap the code
+            text = code
+        self.lines.append((indent + text) if text else "")
 
     def block(self, text: str) -> None:
         """A statement of one or more lines (an inlined statement, as :func:`ast.unparse` wrote it)."""
@@ -200,6 +214,8 @@ class Inlined:
     origin: str  # module.qualname of the implementation the text was taken from
     statements: tuple[str, ...]
     value: str | None  # the expression a guard, result, observed kind or target rule evaluates to
+    annotations: tuple[tuple[str, str], ...] = ()  # (renamed local, its annotation): declared by the module form
+    typed: tuple[str, ...] = ()  # the statements with their annotated assignments kept (the module form's)
 
 
 def module_alias(module: str) -> str:
@@ -272,8 +288,12 @@ def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None
     }
     if any(name in function.__globals__ or hasattr(builtins, name) for name in comprehension_names):
         return None
-    prefix = python_name(kind, name)
+    # The locals of a no-caller-code check are prefixed ``check_``: the kind's own name would not fit a line.
+    prefix = python_name("check" if kind == "no_caller_code" else kind, name)
     renamed = _Renamer(parameter, local_names, prefix, function.__globals__, alias or module_alias(module.__name__))
+    annotated = _Renamer(parameter, local_names, prefix, function.__globals__, renamed.alias, keep=True)
+    typed = [annotated.visit(copy.deepcopy(statement)) for statement in body]
+    typed = [statement for statement in typed if not isinstance(statement, ast.Pass)]
     statements = [renamed.visit(statement) for statement in body]
     statements = [statement for statement in statements if not isinstance(statement, ast.Pass)]
     if renamed.unresolved:
@@ -284,19 +304,33 @@ def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None
         assert isinstance(final, ast.Return)
         assert final.value is not None
         value = ast.unparse(final.value)
-    return Inlined(f"{function.__module__}.{function.__qualname__}", tuple(map(ast.unparse, statements)), value)
+    if kind in _VALUE_KINDS:
+        typed.pop()
+    origin = f"{function.__module__}.{function.__qualname__}"
+    declared = tuple(annotated.annotations.items())
+    return Inlined(origin, tuple(map(ast.unparse, statements)), value, declared, tuple(map(ast.unparse, typed)))
 
 
 class _Renamer(ast.NodeTransformer):
     """Rewrites one body for inlining (see :func:`inline`)."""
 
-    def __init__(self, parameter: str, locals_: set[str], prefix: str, globals_: Mapping[str, Any], alias: str) -> None:
+    def __init__(
+        self,
+        parameter: str,
+        locals_: set[str],
+        prefix: str,
+        globals_: Mapping[str, Any],
+        alias: str,
+        keep: bool = False,
+    ) -> None:
+        self.keep = keep  # annotated assignments kept (the typed form); a bare annotation goes to ``annotations``
         self.parameter = parameter
         self.locals = locals_  # every name the body assigns is local to it throughout (Python's scoping rule)
         self.prefix = prefix
         self.globals = globals_
         self.alias = alias
         self.unresolved = False
+        self.annotations: dict[str, str] = {}  # renamed local -> its annotation, its names read as the body's
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         target = node.value
@@ -320,7 +354,16 @@ class _Renamer(ast.NodeTransformer):
         return node
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        """A local's annotation is never evaluated: the inlined form is the plain assignment (or nothing)."""
+        """A local's annotation is never evaluated: the inlined form is the plain assignment (or nothing).
+
+        The annotation is kept aside (``annotations``): the typed module form declares it once, at the top.
+        """
+        if self.keep and node.value is not None:
+            kept: ast.AST = self.generic_visit(node)
+            return kept
+        if self.keep and isinstance(node.target, ast.Name):
+            target = self.visit(ast.Name(node.target.id, ast.Store()))
+            self.annotations[target.id] = ast.unparse(self.visit(node.annotation))
         if node.value is None:
             return ast.copy_location(ast.Pass(), node)
         assignment: ast.AST = self.visit(ast.copy_location(ast.Assign([node.target], node.value), node))
@@ -393,13 +436,23 @@ class _Fields:
     context: str
     inputs: tuple[tuple[str, str | None], ...]
     working: tuple[tuple[str, str], ...]
+    types: Mapping[str, str] = dataclasses.field(default_factory=dict)  # field -> its annotation's source
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.inputs) + tuple(name for name, _ in self.working)
 
-    def parameters(self) -> str:
-        return ", ".join(["closure", "method", *(n if d is None else f"{n}={d}" for n, d in self.inputs)])
+    def parameters(self, typed: bool = False) -> str:
+        """The parameter list of ``enter_<op>``; ``typed``: annotated as the context's ``__init__`` is."""
+        if not typed:
+            return ", ".join(["closure", "method", *(n if d is None else f"{n}={d}" for n, d in self.inputs)])
+        annotated = [f"{n}: {self.types.get(n, 'Any')}" for n in ("closure", "method", *(n for n, _ in self.inputs))]
+        defaults = [None, None, *(d for _, d in self.inputs)]
+        return ", ".join(a if d is None else f"{a} = {d}" for a, d in zip(annotated, defaults, strict=True))
+
+    def declaration(self, name: str, source: str, typed: bool) -> str:
+        """The local ``name`` holding a working field's initial value (annotated when ``typed``)."""
+        return f"{name}: {self.types.get(name, 'Any')} = {source}" if typed else f"{name} = {source}"
 
     def arguments(self, source: str = "") -> str:
         return ", ".join([f"{source}closure", f"{source}method", *(f"{source}{n}" for n, _ in self.inputs)])
@@ -423,7 +476,27 @@ def context_fields(context: type) -> _Fields:
             f"invalid transition table: {context.__name__} declares {sorted(declared)}, has slots {sorted(slots)}",
             code="table_invalid",
         )
-    return _Fields(context.__name__, inputs, working)
+    return _Fields(context.__name__, inputs, working, _field_types(context))
+
+
+def _field_types(context: type) -> dict[str, str]:
+    """Each field's annotation, as written: ``__init__``'s parameters, and ``self.x: T = …`` in an ``__init__``."""
+    types: dict[str, str] = {}
+    for cls in reversed(context.__mro__):
+        init = vars(cls).get("__init__")
+        if not inspect.isfunction(init):
+            continue
+        for parameter in inspect.signature(init).parameters.values():
+            if isinstance(parameter.annotation, str):
+                types[parameter.name] = parameter.annotation
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        except (OSError, TypeError):  # pragma: no cover - the contexts are plain source
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
+                types[node.target.attr] = ast.unparse(node.annotation)
+    return types
 
 
 def _default_source(value: object) -> str:
@@ -445,6 +518,8 @@ class _Code:
 
     def __init__(self, implementations: Mapping[str, Mapping[str, Callable[..., Any]]]) -> None:
         self.fields: _Fields | None = None  # the operation being emitted keeps its context's fields as locals
+        self.typed = False  # the module form: annotated signatures and working fields (see module_source)
+        self.declared: set[str] = set()  # the module form: locals the operation being emitted has annotated
         self.inlined: dict[tuple[str, str], Inlined] = {}
         self.checked = frozenset(implementations.get("no_caller_code", {}))  # effects with a no-caller-code check
         self.modules: dict[str, str] = {}  # alias -> the module whose globals inlined bodies read through it
@@ -470,7 +545,8 @@ class _Code:
             assert self.fields is None, "an operation with a name that is called keeps its context object"
             return f"{python_name(kind, name)}(ctx)"
         out.line(f"# {kind} {_comment(name)}: inlined from {found.origin}")
-        for statement in found.statements:
+        for statement in found.typed if self.typed else found.statements:
+            statement = self._declare_once(statement) if self.typed else statement
             if self.fields is None:
                 out.block(statement)
             elif _local_form(statement, "exec")[1]:  # it needs the object: built from the locals, read back after
@@ -482,6 +558,25 @@ class _Code:
         if found.value is None:
             return ""
         return found.value if self.fields is None else _local_form(found.value, "eval")[0]
+
+    def _declare_once(self, statement: str) -> str:
+        """``statement`` with an annotated assignment of a local already declared in this operation made plain."""
+        if ":" not in statement:
+            return statement
+        tree = ast.parse(statement)
+        changed = False
+        for node in ast.walk(tree):
+            for field, value in ast.iter_fields(node):
+                if not isinstance(value, list):
+                    continue
+                for position, child in enumerate(value):
+                    if isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name) and child.value:
+                        if child.target.id in self.declared:
+                            value[position] = ast.copy_location(ast.Assign([child.target], child.value), child)
+                            changed = True
+                        self.declared.add(child.target.id)
+                setattr(node, field, value)
+        return ast.unparse(ast.fix_missing_locations(tree)) if changed else statement
 
     def keeps_locals(self, kinds_and_names: Iterable[tuple[str, str]]) -> bool:
         """Whether an operation using these names can keep its fields as locals: all inlined, no value needing ctx."""
@@ -824,10 +919,12 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _F
     clash = fields is not None and bool(set(fields.names) & (_GENERATED_LOCALS | _HELPERS | set(code.modules)))
     keeps = fields is not None and not clash and code.keeps_locals(_names_used(table, op, code))
     code.fields = fields if keeps else None
+    code.declared = set()
     if fields is None:
         out.line(f"def run_{op}(ctx):")
     else:
-        out.line(f"def enter_{op}({fields.parameters()}):")
+        returns = " -> Any" if code.typed else ""
+        out.line(f"def enter_{op}({fields.parameters(code.typed)}){returns}:")
     out.indent()
     out.line(_docstring(f"{op}: {' -> '.join(spec.phases)}."))
     if fields is None:
@@ -835,7 +932,9 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _F
     elif keeps:
         out.line(f"# the fields of a {fields.context}, as locals: the parameters, and what the phases compute")
         for name, source in fields.working:
-            out.line(f"{name} = {source}")
+            out.line(fields.declaration(name, source, code.typed))
+        if code.typed:
+            _emit_declarations(out, table, op, code)
     else:
         out.line(f"ctx = {fields.context}({fields.arguments()})  # a name it uses is called: it reads the object")
     out.line("trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None")
@@ -881,19 +980,36 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _F
         return
     out.line("")
     out.line("")
-    out.line(f"def run_{op}(ctx):")
+    out.line(f"def run_{op}(ctx: {fields.context}) -> Any:" if code.typed else f"def run_{op}(ctx):")
     out.line(f'    """{op} on a context object: enter_{op} of its inputs."""')
     out.line(f"    return enter_{op}({fields.arguments('ctx.')})")
 
 
-def _emit_spill(out: _Writer, fields: _Fields) -> None:
+def _emit_declarations(out: _Writer, table: Table, op: str, code: _Code) -> None:
+    """The annotated locals of the bodies inlined into ``op``, declared once (a body may be written twice)."""
+    declared: dict[str, str] = {}
+    for key in sorted(_names_used(table, op, code)):
+        found = code.inlined.get(key)
+        declared.update(found.annotations if found is not None else ())
+    if declared:
+        out.line("# the annotated locals of the inlined bodies")
+    for name, annotation in declared.items():
+        out.line(f"{name}: {annotation}")
+
+
+def _emit_spill(out: _Writer, fields: _Fields, typed: bool) -> None:
     """``spill_<Context>``: a context holding a compiled operation's locals, for a step that reads the object."""
-    out.line(f"def spill_{fields.context}({', '.join(('closure', 'method', *fields.names))}):")
+    names = ("closure", "method", *fields.names)
+    if typed:
+        parameters = ", ".join(f"{name}: {fields.types.get(name, 'Any')}" for name in names)
+        out.line(f"def spill_{fields.context}({parameters}) -> {fields.context}:")
+    else:
+        out.line(f"def spill_{fields.context}({', '.join(names)}):")
     out.line(f'    """A {fields.context} holding the fields a compiled operation keeps as locals."""')
     out.line(f"    ctx = {fields.context}({fields.arguments()})")
     if fields.working:
-        names = [name for name, _ in fields.working]
-        out.line(f"    {', '.join(f'ctx.{name}' for name in names)} = {', '.join(names)}")
+        working = [name for name, _ in fields.working]
+        out.line(f"    {', '.join(f'ctx.{name}' for name in working)} = {', '.join(working)}")
     out.line("    return ctx")
 
 
@@ -914,8 +1030,22 @@ def generate_source(
     return _generate(table, _Code(implementations), contexts)
 
 
-def _generate(table: Table, code: _Code, contexts: Mapping[str, type] | None) -> str:
+_NAMES_NOTE: Final = """Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X,
+called; a body marked 'inlined from' is that function's body, its locals prefixed and its globals
+read from its module (semantics_...); reject(closure, generation, reason, call_id, observed) records
+the diagnostic and returns the Rejection; the draft is the run a commit builds aside (draft_of(ctx),
+or draft_from(closure) into the local draft), install puts it in place with one assignment; each run
+of locked phases holds the instance's lock once (reentry from the thread holding it raises
+reentry_error instead of waiting on itself).  enter_<op> keeps the operation's context fields as
+local variables (ctx.X is written X) when every name it uses is inlined."""
+
+
+def _generate(table: Table, code: _Code, contexts: Mapping[str, type] | None, head: str | None = None) -> str:
     out = _Writer()
+    if head is not None:
+        out.block(head)
+        _emit_body(out, table, code, contexts)
+        return "\n".join(out.lines) + "\n"
     out.line(_docstring(f"The transition table {table.version}, compiled: one function per operation.")[:-3])
     out.line("")
     out.line("Generated from spec/machine.json by tool_call_closure.machine.compiler; do not edit.")
@@ -928,6 +1058,12 @@ def _generate(table: Table, code: _Code, contexts: Mapping[str, type] | None) ->
     out.line("reentry_error instead of waiting on itself).  enter_<op> keeps the operation's context fields as")
     out.line("local variables (ctx.X is written X) when every name it uses is inlined.")
     out.line('"""')
+    _emit_body(out, table, code, contexts)
+    return "\n".join(out.lines) + "\n"
+
+
+def _emit_body(out: _Writer, table: Table, code: _Code, contexts: Mapping[str, type] | None) -> None:
+    """The functions (spills, then one operation after another) and the maps of them."""
     spilled: set[str] = set()
     for op in table.operations:
         fields = None if contexts is None else context_fields(contexts[op])
@@ -935,18 +1071,18 @@ def _generate(table: Table, code: _Code, contexts: Mapping[str, type] | None) ->
             spilled.add(fields.context)
             out.line("")
             out.line("")
-            _emit_spill(out, fields)
+            _emit_spill(out, fields, code.typed)
         out.line("")
         out.line("")
         _emit_operation(out, table, op, code, fields)
     out.line("")
     out.line("")
     operations = ", ".join(f"{op!r}: run_{op}" for op in table.operations)
-    out.line(f"OPERATIONS = {{{operations}}}")
+    typed = code.typed
+    out.line(f"OPERATIONS{': Final[Mapping[str, Callable[[Any], Any]]]' if typed else ''} = {{{operations}}}")
     if contexts is not None:
         entries = ", ".join(f"{op!r}: enter_{op}" for op in table.operations)
-        out.line(f"ENTRIES = {{{entries}}}")
-    return "\n".join(out.lines) + "\n"
+        out.line(f"ENTRIES{': Final[Mapping[str, Callable[..., Any]]]' if typed else ''} = {{{entries}}}")
 
 
 def compile_operations(
@@ -987,3 +1123,121 @@ def compile_operations(
     operations: Mapping[str, Operation] = namespace["OPERATIONS"]
     entries: Mapping[str, Callable[..., Any]] = namespace["ENTRIES"]
     return source, operations, entries
+
+
+# --------------------------------------------------------------------------- the checked-in module
+
+_MODULE_DOC: Final = '''"""The transition table {version}, compiled: one function per operation.
+
+Theory of operation
+-------------------
+Generated: do not edit.  This is the machine that runs.  ``tool_call_closure.machine.compiler``
+writes the table (``spec/machine.json``) out as Python: each operation's
+phases in order, each phase's rows as an ``if``/``elif`` chain, the bodies
+of the semantics (``machine/semantics.py``) inlined.  The public class calls
+``enter_<op>`` here; the definitional walk (``Machine.walk``) is its oracle
+on every vector and every step the bounded model check reaches, and
+``TCC_MACHINE=walk`` runs the walk instead (breakpoints in the semantics fire).
+
+Regenerate after changing the table, the semantics, the contexts or the
+compiler (``tests/test_generated.py`` fails until you do)::
+
+    python -m tool_call_closure.machine.regenerate
+
+The two digests below name what this was generated from; when either does
+not match the files present, the interpreter ignores this module and
+generates the machine at import, as it does for any other table.
+
+{names}
+"""'''
+
+
+def digest_sources(table_text: str, modules: Iterable[Any]) -> tuple[str, str]:
+    """(sha256 of the table's text, sha256 of the source files of ``modules``): what a module was generated from."""
+    table = hashlib.sha256(table_text.encode("utf-8")).hexdigest()
+    sources = hashlib.sha256()
+    for module in modules:
+        sources.update(inspect.getsource(module).encode("utf-8"))
+    return table, sources.hexdigest()
+
+
+def module_source(
+    table: Table,
+    implementations: Mapping[str, Mapping[str, Callable[..., Any]]],
+    helpers: Mapping[str, Any],
+    contexts: Mapping[str, type],
+    digests: tuple[str, str],
+) -> str:
+    """The compiled table as a module of its own: imports, annotations, and the digests it was generated from.
+
+    The same functions :func:`generate_source` writes, with the parameters
+    and working fields annotated as the context classes declare them, the
+    helpers and the modules inlined bodies read imported by name, and every
+    called implementation bound from its own module.  Unwrapped: the
+    checked-in file is this text formatted (``machine.regenerate``).
+    """
+    code = _Code(implementations)
+    code.typed = True
+    imports: dict[str, set[str]] = {"typing": {"Any", "Final"}, "collections.abc": {"Callable", "Mapping"}}
+    aliases = [f"import {module} as {alias}" for alias, module in sorted(code.modules.items())]
+    body = ast.parse(_generate(table, code, contexts, head=""))
+    used = {node.id for node in ast.walk(body) if isinstance(node, ast.Name)}
+    for name, value in helpers.items():
+        if name not in used:
+            continue  # not used by this table's operations
+        module, attribute = _origin(value)
+        imports.setdefault(module, set()).add(attribute if attribute == name else f"{attribute} as {name}")
+    for context in contexts.values():
+        imports.setdefault(context.__module__, set()).add(context.__name__)
+        fields = context_fields(context)
+        for annotation in fields.types.values():
+            for identifier in _IDENTIFIER.findall(annotation):
+                origin = _annotation_origin(context, identifier)
+                if origin is not None:
+                    imports.setdefault(origin, set()).add(identifier)
+    for kind in _KINDS:
+        for name, function in implementations.get(kind, {}).items():
+            if (kind, name) not in code.inlined:
+                module, attribute = _origin(function)
+                imports.setdefault(module, set()).add(f"{attribute} as {python_name(kind, name)}")
+    doc = _MODULE_DOC.format(version=table.version, names=_NAMES_NOTE)
+    # The table's default (no row ended the operation) is written after rows that may always end it.
+    lines = ["# mypy: warn-unreachable=false", doc, "", "from __future__ import annotations", ""]
+    standard = sorted(module for module in imports if module.partition(".")[0] in sys.stdlib_module_names)
+    for group in (standard, sorted(set(imports) - set(standard))):
+        lines += [f"from {module} import {', '.join(sorted(imports[module]))}" for module in group]
+        lines += [*(aliases if group is not standard else ()), ""]
+    lines += ["# What this module was generated from: the table's text, and the sources of the semantics, the contexts"]
+    lines += ["# and the compiler (sha256; see tool_call_closure.machine.interpreter.checked_in_module)."]
+    lines += [f'TABLE_SHA256: Final = "{digests[0]}"', f'SOURCES_SHA256: Final = "{digests[1]}"']
+    return _generate(table, code, contexts, head="\n".join(lines))
+
+
+def _origin(value: Any) -> tuple[str, str]:
+    """(module, name) under which ``value`` is importable; a table whose names are not importable has no module."""
+    module_name = getattr(value, "__module__", None)
+    name = getattr(value, "__name__", None)
+    if not isinstance(module_name, str) or not isinstance(name, str):
+        module_name, name = type(value).__module__, None
+    module = sys.modules.get(module_name)
+    if module is not None and name is not None and getattr(module, name, None) is value:
+        return module_name, name
+    for attribute, bound in vars(module or {}).items():
+        if bound is value and not attribute.startswith("__"):
+            return module_name, attribute
+    raise TableError(f"invalid transition table: {value!r} is not importable by name", code="table_invalid")
+
+
+def _annotation_origin(context: type, identifier: str) -> str | None:
+    """The module an annotation of ``context`` imports ``identifier`` from (``None``: a builtin or a keyword)."""
+    module = sys.modules[context.__module__]
+    if identifier in vars(builtins) or identifier == "None":
+        return None
+    for node in ast.parse(inspect.getsource(module)).body:
+        if not isinstance(node, ast.ImportFrom) or node.module in (None, "__future__"):
+            continue
+        if any((alias.asname or alias.name) == identifier for alias in node.names):
+            return node.module
+    if identifier in vars(module):
+        return module.__name__
+    return None

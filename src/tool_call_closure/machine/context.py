@@ -60,8 +60,10 @@ from tool_call_closure.values import (
     CloseReasonRecord,
     DiagnosticRecord,
     Limits,
+    Rejection,
     SettlementRecord,
     Snapshot,
+    new_rejection,
 )
 
 __all__ = [
@@ -86,6 +88,7 @@ __all__ = [
     "install",
     "install_diagnostic",
     "install_fields",
+    "record_rejection",
     "reentry_error",
 ]
 
@@ -475,6 +478,20 @@ def install_diagnostic(closure: Instance, diagnostic: DiagnosticRecord) -> None:
     diagnostics = closure._diagnostics
     if len(diagnostics) < closure._limits.max_diagnostics:
         diagnostics.append(diagnostic)
+
+
+def record_rejection(
+    closure: Instance, generation: int | None, reason: str, call_id: str | None, observed: str | None
+) -> Rejection:
+    """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`.
+
+    ``generation`` is the operation's ``reject_generation``.  Shared by the walk and the compiled operations
+    (the name ``reject`` in the generated code).
+    """
+    # Both values are built before the one write (the append), so an exception changes nothing.
+    rejection = new_rejection(reason, call_id, generation, observed)
+    install_diagnostic(closure, (reason, call_id, generation, observed))
+    return rejection
 
 
 def reentry_error(operation: str) -> Exception:

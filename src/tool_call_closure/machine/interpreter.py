@@ -63,6 +63,10 @@ above the machine, by the public class, which hands it to the operation in its
 
 from __future__ import annotations
 
+import functools
+import inspect
+import os
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -70,8 +74,10 @@ from typing import Any, Final, cast
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import TableError, spec_error
+from tool_call_closure.machine import compiler as compiler_module
+from tool_call_closure.machine import context as context_module
 from tool_call_closure.machine import semantics as sem
-from tool_call_closure.machine.compiler import Operation, compile_operations, row_commits
+from tool_call_closure.machine.compiler import Operation, compile_operations, digest_sources, row_commits
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
     Context,
@@ -81,14 +87,24 @@ from tool_call_closure.machine.context import (
     draft_from,
     draft_of,
     install,
-    install_diagnostic,
     install_fields,
+    record_rejection,
     reentry_error,
 )
-from tool_call_closure.machine.table import TABLE, Row, Table
-from tool_call_closure.values import CallRecord, Rejection, SettlementRecord, new_rejection
+from tool_call_closure.machine.table import TABLE, TABLE_TEXT, Row, Table
+from tool_call_closure.values import CallRecord, Rejection, SettlementRecord
 
-__all__ = ["MACHINE", "CompiledRow", "Machine", "record_rejection"]
+__all__ = [
+    "GENERATED_FROM",
+    "HELPERS",
+    "MACHINE",
+    "MACHINE_SWITCH",
+    "CompiledRow",
+    "Machine",
+    "checked_in_module",
+    "implementations",
+    "record_rejection",
+]
 
 
 _NEXT: Final = object()  # a phase's answer when no row ended the operation
@@ -128,13 +144,16 @@ class Machine:
         "implementations",
         "initial_call_state",
         "operations",
+        "origin",
         "plans",
         "source",
         "table",
         "texts",
     )
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, checked_in: types.ModuleType | None = None, walk: bool = False) -> None:
+        """Compile ``table``; ``checked_in``: its generated module, already checked fresh (:func:`checked_in_module`);
+        ``walk``: every operation answered by :meth:`walk` (the ``TCC_MACHINE=walk`` switch)."""
         _check_bindings(table, sem.GUARDS, sem.EFFECTS, sem.RESULTS, sem.OBSERVED, sem.TARGETS, sem.TEXTS)
         _check_contexts(table)
         self.table = table
@@ -184,31 +203,24 @@ class Machine:
         self.plans = plans
         self.operations: Mapping[str, Operation]
         # What the table's names are bound to, by kind (what the compiler inlines or calls).
-        self.implementations: Mapping[str, Mapping[str, Callable[..., Any]]] = {
-            "guard": dict(sem.GUARDS),
-            "effect": dict(sem.EFFECTS),
-            "result": dict(sem.RESULTS),
-            "observed": dict(sem.OBSERVED),
-            "target": dict(sem.TARGETS),
-            "no_caller_code": dict(sem.NO_CALLER_CODE),
-        }
+        self.implementations: Mapping[str, Mapping[str, Callable[..., Any]]] = implementations()
         # The same table written out as Python (see .compiler); ``run`` executes it on a context, and the
         # public class calls ``entries`` (the compiled operations on their inputs: no context object built).
-        self.source, self.operations, self.entries = compile_operations(
-            table,
-            self.implementations,
-            {
-                "reentry_error": reentry_error,
-                "reject": record_rejection,
-                "spec_error": spec_error,
-                "draft_of": draft_of,
-                "draft_from": draft_from,
-                "install": install,
-                "install_fields": install_fields,
-                "ABSENT": ABSENT,
-            },
-            OPERATION_CONTEXTS,
-        )
+        # The shipped table's is checked in (machine/generated.py), used while it matches what it was generated
+        # from; any other table, or a stale module, is generated here.
+        self.origin = "generated at import"
+        if checked_in is not None:
+            self.source = inspect.getsource(checked_in)
+            self.operations, self.entries = checked_in.OPERATIONS, checked_in.ENTRIES
+            self.origin = "checked in"
+        else:
+            self.source, self.operations, self.entries = compile_operations(
+                table, self.implementations, HELPERS, OPERATION_CONTEXTS
+            )
+        if walk:
+            self.entries = self.walking_entries()
+            self.operations = {op: functools.partial(self.walk, op) for op in self.operations}
+            self.origin = "walk"
 
     def run(self, op: str, ctx: Context) -> Any:
         """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise.
@@ -320,19 +332,6 @@ class Machine:
         observed = compiled.observed(ctx) if compiled.observed is not None else None
         reject_ctx = cast(RejectContext, ctx)
         return record_rejection(reject_ctx.closure, reject_ctx.reject_generation, compiled.reject, call_id, observed)
-
-
-def record_rejection(
-    closure: Instance, generation: int | None, reason: str, call_id: str | None, observed: str | None
-) -> Rejection:
-    """A rejection row's result: record the diagnostic (up to the limit) and return the :class:`Rejection`.
-
-    ``generation`` is the operation's ``reject_generation``.  Shared by the walk and the compiled operations.
-    """
-    # Both values are built before the one write (the append), so an exception changes nothing.
-    rejection = new_rejection(reason, call_id, generation, observed)
-    install_diagnostic(closure, (reason, call_id, generation, observed))
-    return rejection
 
 
 def _state_name(closure: Instance) -> str:
@@ -456,4 +455,58 @@ def _check_bindings(
         raise TableError(f"invalid transition table: texts.{unread[0]}: nothing reads this text", code="table_invalid")
 
 
-MACHINE: Final = Machine(TABLE)
+def implementations() -> dict[str, Mapping[str, Callable[..., Any]]]:
+    """What the table's names are bound to, by kind: the semantics' maps (what the compiler inlines or calls)."""
+    return {
+        "guard": dict(sem.GUARDS),
+        "effect": dict(sem.EFFECTS),
+        "result": dict(sem.RESULTS),
+        "observed": dict(sem.OBSERVED),
+        "target": dict(sem.TARGETS),
+        "no_caller_code": dict(sem.NO_CALLER_CODE),
+    }
+
+
+HELPERS: Final[Mapping[str, Any]] = {
+    "reentry_error": reentry_error,
+    "reject": record_rejection,
+    "spec_error": spec_error,
+    "draft_of": draft_of,
+    "draft_from": draft_from,
+    "install": install,
+    "install_fields": install_fields,
+    "ABSENT": ABSENT,
+}
+"""The mechanisms the generated code shares with the walk, by the name the generated code calls them."""
+
+GENERATED_FROM: Final = (sem, context_module, compiler_module)
+"""The modules whose source the generated machine depends on, besides the table (their digest is its header's)."""
+
+
+def checked_in_module() -> types.ModuleType | None:
+    """``machine/generated.py`` if it was generated from the table and the sources present, else ``None``."""
+    try:
+        from tool_call_closure.machine import generated
+    except ImportError:  # pragma: no cover - a source tree without it (before the first regeneration)
+        return None
+    try:
+        digests = digest_sources(TABLE_TEXT, GENERATED_FROM)
+    except (OSError, TypeError):  # pragma: no cover - sources not available (a frozen or compiled install)
+        return None
+    fresh = digests == (generated.TABLE_SHA256, generated.SOURCES_SHA256)
+    return generated if fresh else None
+
+
+MACHINE_SWITCH: Final = "TCC_MACHINE"
+"""The environment variable that chooses how the shipped machine runs: unset (or ``generated``) runs the checked-in
+generated module; ``walk`` walks the table row by row (:meth:`Machine.walk`): breakpoints in the semantics fire."""
+
+
+def _shipped_machine() -> Machine:
+    how = os.environ.get(MACHINE_SWITCH, "generated")
+    if how not in ("generated", "walk"):
+        raise TableError(f"{MACHINE_SWITCH} must be 'generated' or 'walk', got {how!r}", code="table_invalid")
+    return Machine(TABLE, checked_in_module(), walk=how == "walk")
+
+
+MACHINE: Final = _shipped_machine()

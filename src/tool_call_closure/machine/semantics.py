@@ -1,3 +1,5 @@
+# mypy: implicit-reexport
+# (The generated machine reads this module's globals through it, imported ones included: semantics_.spec_error.)
 """What the table's names mean: guards, effects, results, observed kinds, targets.
 
 Theory of operation
@@ -396,7 +398,7 @@ def validate_turn(ctx: BeginContext) -> None:
     if turn is not None:
         generation = turn.generation if type(turn) is TurnToken else None
         if type(generation) is not int and issubclass(type(generation), int) and type(generation) is not bool:
-            generation = int.__index__(generation)  # type: ignore[arg-type]  # an int subclass: its plain value (D5)
+            generation = int.__index__(cast(int, generation))  # an int subclass: its plain value (D5)
         if type(generation) is not int or not 0 <= generation <= MAX_SAFE_INTEGER:
             raise spec_error("turn_invalid")
         ctx.turn_generation = generation
@@ -766,7 +768,8 @@ def normalize_close_reason_runs_no_caller_code(ctx: CloseContext) -> bool:
     reason = ctx.reason
     if type(reason) is dict:
         reason = dict(reason)
-    plain = type(reason) is dict and all(type(key) is str and _plain_text_or_absent(v) for key, v in reason.items())
+    items = reason.items() if type(reason) is dict else ()
+    plain = type(reason) is dict and all(type(k) is str and _plain_text_or_absent(v) for k, v in items)
     if plain:
         ctx.reason = reason
     return reason is None or reason is ABSENT or plain
