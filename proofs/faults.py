@@ -52,13 +52,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import tool_call_closure
+from tool_call_closure.machine import generated
 
 __all__ = ["FaultRun", "InjectedFault", "run_with_fault", "sweep"]
 
 _PACKAGE = tool_call_closure.__file__.rsplit("/", 1)[0]
 # The interpreter's methods that acquire the lock (Machine.walk) or only dispatch (Machine.run).
 _LOCK_PLUMBING = frozenset({"run", "walk"})
-_GENERATED = "<tool-call-closure machine "  # the compiled table's file name (machine/compiler.py)
+_GENERATED = "<tool-call-closure machine "  # a table compiled at import: its file name (machine/compiler.py)
+_CHECKED_IN = generated.__file__  # the shipped table's compiled machine, checked in (machine/generated.py)
 _OWN_GENERATED = "<tool-call-closure "  # the compiled table and the view builders (values.py)
 _WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})  # the registry's WeakValueDictionary
 _PLUMBING_LINE = "with lock:"  # a generated operation's acquisition and release of the lock
@@ -97,7 +99,7 @@ def _traced(frame: types.FrameType) -> bool:
 def _is_plumbing_line(frame: types.FrameType) -> bool:
     """The opcode belongs to a generated operation's ``with lock:`` line (acquire, or release at block end)."""
     filename = frame.f_code.co_filename
-    if not filename.startswith(_GENERATED):
+    if not (filename.startswith(_GENERATED) or filename == _CHECKED_IN):
         return False
     return linecache.getline(filename, frame.f_lineno).strip() == _PLUMBING_LINE
 
