@@ -455,6 +455,8 @@ def _run_script(closure: ToolCallClosure, ops: list[Recipe]) -> Env:
 
 
 def test_checker_catches_a_closure_that_exceeds_max_diagnostics(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure.closure import _closure_with_machine
+
     original = machine_module.Machine._reject
 
     def unbounded(ctx: Any, compiled: Any) -> Rejection:
@@ -463,8 +465,8 @@ def test_checker_catches_a_closure_that_exceeds_max_diagnostics(monkeypatch: pyt
         return result
 
     monkeypatch.setattr(machine_module.Machine, "_reject", staticmethod(unbounded))
-    monkeypatch.setattr(machine_module.MACHINE, "entries", machine_module.MACHINE.walking_entries())  # in the walk
-    env = _run_script(ToolCallClosure(max_diagnostics=2), [start_op(), *[("seal", ("h", "forged_current"))] * 3])
+    walking = _closure_with_machine(machine_module.Machine(machine_module.TABLE, walk=True), max_diagnostics=2)
+    env = _run_script(walking, [start_op(), *[("seal", ("h", "forged_current"))] * 3])  # the bug is in the walk
     assert any("maxDiagnostics (I8)" in v for v in env.violations)
 
 

@@ -926,6 +926,7 @@ def test_an_unlocked_phase_never_sees_a_half_installed_generation(monkeypatch: p
     """Deterministic form of the race: while begin's commit is between installing the new generation and giving it
     its state, another thread starts an operation (its prepare phase takes no lock)."""
     from tool_call_closure.machine.interpreter import Machine
+    from tool_call_closure.machine.table import TABLE
 
     closure = ToolCallClosure()
     handle = closure.begin([{"id": "a", "name": "t"}]).handle
@@ -947,7 +948,7 @@ def test_an_unlocked_phase_never_sees_a_half_installed_generation(monkeypatch: p
         original(ctx, compiled)
 
     monkeypatch.setattr(Machine, "_move", staticmethod(move))
-    monkeypatch.setattr(closure._machine, "entries", closure._machine.walking_entries())  # the probe is in the walk
+    closure._use_machine(Machine(TABLE, walk=True))  # the probe is in the walk
     closure.begin([{"id": "b", "name": "t"}])
     probes[0].join(timeout=10)
     assert not probes[0].is_alive()

@@ -3,9 +3,12 @@
 Theory of operation
 -------------------
 Every method is a thin shell: it passes its arguments — the inputs of its
-operation's context (:mod:`.machine.context`) — to the compiled operation
-(``Machine.entries``, :mod:`.machine.compiler`), which keeps the context's
-fields as local variables.  Legality, precedence
+operation's context (:mod:`.machine.context`) — to the compiled operation,
+which keeps the context's fields as local variables.  For the shipped table
+that is a function of the checked-in :mod:`.machine.generated`
+(``generated.enter_settle``), called directly with its parameters by
+position; for any other machine (another table, ``TCC_MACHINE=walk``, a
+stale generated module) it is the machine's ``entries``.  Legality, precedence
 and state changes are decided by ``spec/machine.json``; the meaning of each
 step lives in :mod:`.machine.semantics`.
 
@@ -42,6 +45,7 @@ from tool_call_closure.ecma import truncate_utf8
 from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import TableError, UsageError, spec_error
 from tool_call_closure.inputs import CallInput, CloseReasonInput, Outcome
+from tool_call_closure.machine import generated
 from tool_call_closure.machine.context import (
     OwnedLock,
     Renderer,
@@ -211,6 +215,8 @@ class ToolCallClosure:
     @property
     def active_generation(self) -> int | None:
         """The generation of the most recent successful ``begin`` (``None`` before the first)."""
+        if self._machine is _SHIPPED:
+            return generated.enter_active_generation(self, "active_generation")  # type: ignore[no-any-return]
         result: int | None = self._machine.entries["active_generation"](self, "active_generation")
         return result
 
@@ -221,6 +227,8 @@ class ToolCallClosure:
         arrive, ``begin(calls, turn=token)`` starts them only if no other
         ``begin`` happened in between.  The generation is 0 before the first ``begin``.
         """
+        if self._machine is _SHIPPED:
+            return generated.enter_turn_token(self, "turn_token")  # type: ignore[no-any-return]
         result: TurnToken = self._machine.entries["turn_token"](self, "turn_token")
         return result
 
@@ -258,8 +266,10 @@ class ToolCallClosure:
         operation ended it, after that operation and outside the lock.  An
         exception it raises is logged (logger ``tool_call_closure``) and changes nothing.
         """
-        if on_end is None:
-            result: BeginResult | Rejection = self._machine.entries["begin"](self, "begin", calls, turn)
+        if on_end is None and self._machine is _SHIPPED:
+            result: BeginResult | Rejection = generated.enter_begin(self, "begin", calls, turn)
+        elif on_end is None:
+            result = self._machine.entries["begin"](self, "begin", calls, turn)
         else:
             result = self._end_watch.begin_watched(
                 lambda: self._machine.entries["begin"](self, "begin", calls, turn), on_end
@@ -277,11 +287,17 @@ class ToolCallClosure:
         :class:`~.Rejection` and changes nothing (apart from recording it as a
         diagnostic).  Invalid arguments raise for a current, open, pending call.
         """
+        if self._machine is _SHIPPED:
+            return generated.enter_settle(self, "settle", handle, call_id, outcome)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](self, "settle", handle, call_id, outcome=outcome)
         return result
 
     def succeed(self, handle: BatchHandle, call_id: str, content: Any = ABSENT) -> SettlementResult:
         """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
+        if self._machine is _SHIPPED:  # the checked-in machine, its parameters by position (what SettleContext takes)
+            return generated.enter_settle(  # type: ignore[no-any-return]
+                self, "succeed", handle, call_id, ABSENT, "success", content
+            )
         result: SettlementResult = self._machine.entries["settle"](
             self, "succeed", handle, call_id, fixed_status="success", content=content
         )
@@ -291,6 +307,10 @@ class ToolCallClosure:
         self, handle: BatchHandle, call_id: str, error: BaseException | object = ABSENT, code: str | None = None
     ) -> SettlementResult:
         """``settle`` with status error; an exception contributes its text, never its traceback."""
+        if self._machine is _SHIPPED:
+            return generated.enter_settle(  # type: ignore[no-any-return]
+                self, "fail", handle, call_id, ABSENT, "error", ABSENT, error, True, code, _FAIL_CODE
+            )
         result: SettlementResult = self._machine.entries["settle"](
             self,
             "fail",
@@ -308,6 +328,10 @@ class ToolCallClosure:
         self, handle: BatchHandle, call_id: str, message: object = None, code: str | None = None
     ) -> SettlementResult:
         """``settle`` with status cancelled."""
+        if self._machine is _SHIPPED:
+            return generated.enter_settle(  # type: ignore[no-any-return]
+                self, "cancel", handle, call_id, ABSENT, "cancelled", ABSENT, message, False, code, _CANCEL_CODE
+            )
         result: SettlementResult = self._machine.entries["settle"](
             self,
             "cancel",
@@ -328,14 +352,20 @@ class ToolCallClosure:
         is accepted too); every field is optional.  Idempotent: on a closed
         generation it returns a fresh snapshot without reading ``reason``.
         """
-        result: Snapshot | Rejection = self._machine.entries["close"](self, "close", handle, reason)
+        if self._machine is _SHIPPED:
+            result: Snapshot | Rejection = generated.enter_close(self, "close", handle, reason)
+        else:
+            result = self._machine.entries["close"](self, "close", handle, reason)
         if self._end_watch.active and isinstance(result, Snapshot):
             self._end_watch.ended(result, "closed")
         return result
 
     def seal(self, handle: BatchHandle) -> Snapshot | Rejection:
         """Close a generation whose calls were all reported (``pending_calls`` rejection otherwise)."""
-        result: Snapshot | Rejection = self._machine.entries["seal"](self, "seal", handle)
+        if self._machine is _SHIPPED:
+            result: Snapshot | Rejection = generated.enter_seal(self, "seal", handle)
+        else:
+            result = self._machine.entries["seal"](self, "seal", handle)
         if self._end_watch.active and isinstance(result, Snapshot):
             sealed = result.close_reason is not None and result.close_reason.status == "complete"
             self._end_watch.ended(result, "sealed" if sealed else "closed")
@@ -343,6 +373,8 @@ class ToolCallClosure:
 
     def snapshot(self) -> Snapshot | None:
         """An immutable view of the current generation (``None`` before the first ``begin``)."""
+        if self._machine is _SHIPPED:
+            return generated.enter_snapshot(self, "snapshot")  # type: ignore[no-any-return]
         result: Snapshot | None = self._machine.entries["snapshot"](self, "snapshot")
         return result
 
@@ -383,6 +415,8 @@ class ToolCallClosure:
         return payload
 
     def _export(self, method: str, snapshot: Any) -> Any:
+        if self._machine is _SHIPPED:
+            return generated.enter_export(self, method, snapshot, self._exporters[method])
         result: list[dict[str, Any]] = self._machine.entries["export"](self, method, snapshot, self._exporters[method])
         return result
 
@@ -477,6 +511,12 @@ def _bind_renderers(machine: Machine) -> Mapping[str, Renderer]:
 
 
 _EXPORTERS: Final = _bind_renderers(MACHINE)  # the shipped table's formats all have renderers, checked at import
+
+# The shipped machine when it runs the checked-in module (machine/generated.py): the methods call its functions
+# directly, positionally.  None when that module is stale or TCC_MACHINE=walk: every call goes through entries.
+_SHIPPED: Final = MACHINE if MACHINE.origin == "checked in" else None
+_FAIL_CODE: Final = MACHINE.texts["fail_code"]
+_CANCEL_CODE: Final = MACHINE.texts["cancel_code"]
 
 
 def create_tool_call_closure(**options: Any) -> ToolCallClosure:
