@@ -121,7 +121,18 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     [
         (
             "tool_call_closure.machine",
-            ["table", "context", "semantics", "compiler", "generated", "interpreter", "regenerate", "diagram"],
+            [
+                "table",
+                "context",
+                "semantics",
+                "inliner",
+                "compiler",
+                "module_form",
+                "generated",
+                "interpreter",
+                "regenerate",
+                "diagram",
+            ],
         ),
         (
             "tool_call_closure.providers",

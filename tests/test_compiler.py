@@ -371,17 +371,17 @@ def test_only_the_draft_mechanism_becomes_the_local_draft() -> None:
     from its module and called, in both forms, like any other global.
     """
     from tool_call_closure.machine import semantics
-    from tool_call_closure.machine.compiler import _local_form, inline, module_alias
+    from tool_call_closure.machine.inliner import inline, local_form, module_alias
 
     mechanism = inline("effect", "record_close_reason", semantics.record_close_reason)
     assert mechanism is not None
     assert mechanism.statements == ("draft_of(ctx).close_reason = ctx.close_reason",)
-    assert "draft_from(closure)" in _local_form(mechanism.statements[0], "exec")[0]
+    assert "draft_from(closure)" in local_form(mechanism.statements[0], "exec")[0]
     namesake = inline("effect", "x", _effect_calling_a_namesake)
     assert namesake is not None
     alias = module_alias(__name__)
     assert namesake.statements == (f"{alias}.draft_of(ctx).state = 'closed'",)
-    local, hands_on = _local_form(namesake.statements[0], "exec")
+    local, hands_on = local_form(namesake.statements[0], "exec")
     assert local == namesake.statements[0]  # not the draft: the namesake gets the context object …
     assert hands_on  # … which the locals form builds from the locals for it (spill), as for any function
 
@@ -633,7 +633,7 @@ def test_a_context_sets_its_working_fields_as_its_declaration_says(op: str) -> N
     """``Context.WORKING`` is what the compiled operations start each working field at; ``__init__`` agrees."""
     import inspect
 
-    from tool_call_closure.machine.compiler import context_fields
+    from tool_call_closure.machine.inliner import context_fields
 
     context = OPERATION_CONTEXTS[op]
     fields = context_fields(context)

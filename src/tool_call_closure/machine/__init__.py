@@ -7,8 +7,11 @@ module                    what lives there
 ``context``               what an operation works on: the instance protocol, the run record,
                           one typed context per operation
 ``semantics``             what each guard, effect, result, observed kind and target rule means
-``compiler``              write the table out as Python: one function per operation, the semantics'
-                          bodies inlined (generated at import for any table but the shipped one)
+``inliner``               how the generated code writes each name: the semantics' bodies inlined,
+                          the context fields as locals, the source writer
+``compiler``              write the table out as Python: one function per operation (generated at
+                          import for any table but the shipped one)
+``module_form``           the compiled table as a module of its own: imports, annotations, digests
 ``generated``             the shipped table so written, checked in: the machine that runs
                           (``python -m tool_call_closure.machine.regenerate`` rewrites it)
 ``interpreter``           compile the table into dispatch tuples, walk it (the definition), and

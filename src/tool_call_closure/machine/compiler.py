@@ -37,7 +37,7 @@ a later phase omits what is known, so the recheck of a call normalized
 under the lock evaluates nothing admission found false (see
 :func:`_emit_phase` for when what is known ends).
 
-Inlining.  A call costs more than most of the steps the table names, so the
+Inlining (:mod:`.inliner`).  A call costs more than most of the steps the table names, so the
 generator writes each implementation's *body* in place of its call when the
 body qualifies (:func:`inline`: one parameter, no nested scope, a value's
 only ``return`` at its end, an effect without ``return``), and calls the
@@ -79,31 +79,38 @@ must agree on every vector and on every step the bounded model check reaches
 
 from __future__ import annotations
 
-import ast
-import builtins
-import copy
-import dataclasses
-import functools
 import hashlib
-import inspect
 import linecache
-import re
 import sys
-import textwrap
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import TableError
-from tool_call_closure.machine.context import draft_of
+from tool_call_closure.machine.inliner import (
+    GENERATED_LOCALS,
+    HELPER_NAMES,
+    KINDS,
+    Code,
+    Fields,
+    Inlined,
+    Writer,
+    comment_text,
+    context_fields,
+    docstring_line,
+    inline,
+    module_alias,
+    python_name,
+)
 from tool_call_closure.machine.table import Row, Table
 
 __all__ = [
     "GENERATED_FILENAME",
+    "NAMES_NOTE",
     "Inlined",
     "Operation",
     "compile_operations",
+    "context_fields",
+    "generate",
     "generate_source",
     "inline",
     "module_alias",
@@ -115,512 +122,6 @@ Operation = Callable[[Any], Any]
 """A compiled operation: takes the operation's context, returns its result or raises."""
 
 GENERATED_FILENAME: Final = "<tool-call-closure machine {digest}>"
-
-_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_KINDS: Final = ("guard", "effect", "result", "observed", "target", "no_caller_code")
-
-
-def python_name(kind: str, name: str) -> str:
-    """The identifier the generated code uses for the ``kind`` implementation the table calls ``name``."""
-    identifier = f"{kind}_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
-    if not _IDENTIFIER.fullmatch(identifier):  # pragma: no cover - the substitution always yields one
-        raise TableError(f"invalid transition table: {kind} {name!r} has no Python name", code="table_invalid")
-    return identifier
-
-
-def _comment(text: str) -> str:
-    """``text`` safe to put after ``#`` (a row id from the table could hold anything)."""
-    return text if text.isprintable() else repr(text)
-
-
-def _docstring(text: str) -> str:
-    """A docstring line for ``text``; names from the table that could end it or escape are shown as ``?``."""
-    safe = "".join(c if c.isprintable() and c not in '\\"' else "?" for c in text)
-    return f'"""{safe}"""'
-
-
-_WIDTH: Final = 120  # the project's line length
-
-
-class _Writer:
-    """Indented lines of source."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.depth = 0
-
-    def line(self, text: str = "") -> None:
-        indent = "    " * self.depth
-        if text.startswith("# ") and len(indent) + len(text) > _WIDTH:  # a comment: wrapped to the line length
-            for part in textwrap.wrap(text[2:], _WIDTH - len(indent) - 2, break_long_words=False):
-                self.lines.append(f"{indent}# {part}")
-            return
-        code, mark, comment = text.partition("  # ")
-        if mark and len(indent) + len(text) > _WIDTH and "'" not in comment and '"' not in comment:
-            self.line(f"# {comment}")  # a long line's own comment goes above it: the formatter will wrap the code
-            text = code
-        self.lines.append((indent + text) if text else "")
-
-    def block(self, text: str) -> None:
-        """A statement of one or more lines (an inlined statement, as :func:`ast.unparse` wrote it)."""
-        for part in text.splitlines():
-            self.line(part)
-
-    def indent(self) -> None:
-        self.depth += 1
-
-    def dedent(self) -> None:
-        self.depth -= 1
-
-
-# --------------------------------------------------------------------------- inlining the semantics
-
-# The generated functions' own local names; an inlined body's locals are renamed, so they never clash.
-_GENERATED_LOCALS: Final = frozenset({"ctx", "closure", "trace", "run", "state", "result", "target", "lock"})
-_NOT_INLINED: Final = (
-    ast.Lambda,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Global,
-    ast.Nonlocal,
-    ast.Yield,
-    ast.YieldFrom,
-    ast.Await,
-    ast.Import,
-    ast.ImportFrom,
-)
-_VALUE_KINDS: Final = frozenset({"guard", "result", "observed", "target", "no_caller_code"})
-_HELPERS: Final = frozenset(
-    {
-        "reentry_error",
-        "reject",
-        "spec_error",
-        "draft_of",
-        "draft_from",
-        "install",
-        "install_fields",
-        "ABSENT",
-        "OPERATIONS",
-        "ENTRIES",
-    }
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Inlined:
-    """An implementation written into the generated code: statements to run, then (for a value) the expression."""
-
-    origin: str  # module.qualname of the implementation the text was taken from
-    statements: tuple[str, ...]
-    value: str | None  # the expression a guard, result, observed kind or target rule evaluates to
-    annotations: tuple[tuple[str, str], ...] = ()  # (renamed local, its annotation): declared by the module form
-    typed: tuple[str, ...] = ()  # the statements with their annotated assignments kept (the module form's)
-
-
-def module_alias(module: str) -> str:
-    """The name under which the generated code reads the globals of ``module``: its last component, prefixed.
-
-    ``tool_call_closure.machine.semantics`` is read as ``semantics_``, so an
-    inlined ``bounded_string(…)`` reads ``semantics_.bounded_string(…)``.
-    """
-    return re.sub(r"[^A-Za-z0-9_]", "_", module.rpartition(".")[2]) + "_"
-
-
-def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None = None) -> Inlined | None:
-    """The body of ``function`` rewritten to run in place of a call, or ``None`` if it is not inlinable.
-
-    An implementation is inlined when it is a plain module-level function of
-    one parameter whose source is available, whose body holds no nested
-    function, class, import, ``global``/``nonlocal`` or generator, and — for a
-    value (guard, result, observed kind, target rule) — ends with its only
-    ``return``, or — for an effect — has no ``return`` at all.  Anything else
-    is called, exactly as before.  The rewrite keeps the meaning:
-
-    * the parameter becomes ``ctx`` and ``ctx.closure`` the operation's
-      ``closure`` local (the same object);
-    * every local name of the body gets a prefix of its own, so inlined bodies
-      and the generated code never share a local;
-    * every global name is read from its module at the time it runs
-      (``semantics_.name``: ``alias``, default :func:`module_alias`), so rebinding a module global — a monkeypatch, a
-      planted bug — changes the inlined code exactly as it changes a call;
-      builtins stay builtins.
-    """
-    if not inspect.isfunction(function) or function.__code__.co_freevars:
-        return None
-    code = function.__code__
-    plain = code.co_argcount == 1 and not code.co_kwonlyargcount and not code.co_posonlyargcount
-    if not plain or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR):
-        return None
-    module = sys.modules.get(function.__module__)
-    if module is None or vars(module) is not function.__globals__:
-        return None
-    try:
-        source = textwrap.dedent(inspect.getsource(function))
-    except (OSError, TypeError):
-        return None
-    definition = ast.parse(source).body[0]
-    if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
-        return None
-    body = list(definition.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    returns = [node for statement in body for node in ast.walk(statement) if isinstance(node, ast.Return)]
-    if kind in _VALUE_KINDS:
-        last = body[-1] if body else None
-        if not (isinstance(last, ast.Return) and last.value is not None and returns == [last]):
-            return None
-    elif returns:
-        return None
-    if any(isinstance(node, _NOT_INLINED) for statement in body for node in ast.walk(statement)):
-        return None
-    parameter = definition.args.args[0].arg
-    local_names = set().union(*(_assigned_names(statement) for statement in body)) - {parameter}
-    # A comprehension's variable lives in the comprehension's own scope; renamed with the body's locals, a
-    # global or builtin of the same name read elsewhere in the body would be read as the local: not inlined.
-    comprehension_names = {
-        target.id
-        for statement in body
-        for node in ast.walk(statement)
-        if isinstance(node, ast.comprehension)
-        for target in ast.walk(node.target)
-        if isinstance(target, ast.Name)
-    }
-    if any(name in function.__globals__ or hasattr(builtins, name) for name in comprehension_names):
-        return None
-    # The locals of a no-caller-code check are prefixed ``check_``: the kind's own name would not fit a line.
-    prefix = python_name("check" if kind == "no_caller_code" else kind, name)
-    renamed = _Renamer(parameter, local_names, prefix, function.__globals__, alias or module_alias(module.__name__))
-    annotated = _Renamer(parameter, local_names, prefix, function.__globals__, renamed.alias, keep=True)
-    typed = [annotated.visit(copy.deepcopy(statement)) for statement in body]
-    typed = [statement for statement in typed if not isinstance(statement, ast.Pass)]
-    statements = [renamed.visit(statement) for statement in body]
-    statements = [statement for statement in statements if not isinstance(statement, ast.Pass)]
-    if renamed.unresolved:
-        return None
-    value: str | None = None
-    if kind in _VALUE_KINDS:
-        final = statements.pop()
-        assert isinstance(final, ast.Return)
-        assert final.value is not None
-        value = ast.unparse(final.value)
-    if kind in _VALUE_KINDS:
-        typed.pop()
-    origin = f"{function.__module__}.{function.__qualname__}"
-    declared = tuple(annotated.annotations.items())
-    return Inlined(origin, tuple(map(ast.unparse, statements)), value, declared, tuple(map(ast.unparse, typed)))
-
-
-class _Renamer(ast.NodeTransformer):
-    """Rewrites one body for inlining (see :func:`inline`)."""
-
-    def __init__(
-        self,
-        parameter: str,
-        locals_: set[str],
-        prefix: str,
-        globals_: Mapping[str, Any],
-        alias: str,
-        keep: bool = False,
-    ) -> None:
-        self.keep = keep  # annotated assignments kept (the typed form); a bare annotation goes to ``annotations``
-        self.parameter = parameter
-        self.locals = locals_  # every name the body assigns is local to it throughout (Python's scoping rule)
-        self.prefix = prefix
-        self.globals = globals_
-        self.alias = alias
-        self.unresolved = False
-        self.annotations: dict[str, str] = {}  # renamed local -> its annotation, its names read as the body's
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        target = node.value
-        reads_closure = isinstance(target, ast.Name) and target.id == self.parameter and node.attr == "closure"
-        if reads_closure and isinstance(node.ctx, ast.Load):
-            return ast.copy_location(ast.Name("closure", ast.Load()), node)
-        return self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id == self.parameter:
-            return ast.copy_location(ast.Name("ctx", node.ctx), node)
-        if node.id in self.locals:
-            return ast.copy_location(ast.Name(f"{self.prefix}__{node.id}", node.ctx), node)
-        if node.id == "draft_of" and _is_draft_mechanism(self.globals.get(node.id)):
-            return node  # the generated code's own draft_of: the locals form writes it as the local draft
-        if node.id in self.globals:
-            module = ast.Name(self.alias, ast.Load())
-            return ast.copy_location(ast.Attribute(module, node.id, node.ctx), node)
-        if not hasattr(builtins, node.id) or node.id in _GENERATED_LOCALS:
-            self.unresolved = True
-        return node
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        """A local's annotation is never evaluated: the inlined form is the plain assignment (or nothing).
-
-        The annotation is kept aside (``annotations``): the typed module form declares it once, at the top.
-        """
-        if self.keep and node.value is not None:
-            kept: ast.AST = self.generic_visit(node)
-            return kept
-        if self.keep and isinstance(node.target, ast.Name):
-            target = self.visit(ast.Name(node.target.id, ast.Store()))
-            self.annotations[target.id] = ast.unparse(self.visit(node.annotation))
-        if node.value is None:
-            return ast.copy_location(ast.Pass(), node)
-        assignment: ast.AST = self.visit(ast.copy_location(ast.Assign([node.target], node.value), node))
-        return assignment
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
-        if node.name is not None:
-            node.name = f"{self.prefix}__{node.name}"
-        return self.generic_visit(node)
-
-
-def _is_draft_mechanism(value: object) -> bool:
-    """Whether ``value`` is the draft mechanism itself (:func:`.context.draft_of`), whatever name binds it.
-
-    Only a body whose module binds the mechanism itself as ``draft_of`` keeps
-    the bare name (see ``_Renamer.visit_Name``), and only the bare name is
-    the local ``draft`` in the locals form: a function of another module that
-    happens to be called ``draft_of`` is read from its module and called.
-    """
-    return value is draft_of
-
-
-class _Localizer(ast.NodeTransformer):
-    """``ctx.field`` -> ``field``: an operation's context fields as its local variables.
-
-    The draft mechanism too: ``draft_of(ctx)`` (the run a commit builds aside,
-    made on first use; the bare name is only left for the mechanism itself,
-    see :func:`_is_draft_mechanism`) becomes the local ``draft``, made on first
-    use by ``draft_from(closure)``.
-    """
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        if isinstance(node.value, ast.Name) and node.value.id == "ctx":
-            return ast.copy_location(ast.Name(node.attr, node.ctx), node)
-        return self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        mechanism = isinstance(node.func, ast.Name) and node.func.id == "draft_of"
-        only_ctx = len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "ctx"
-        if mechanism and only_ctx and not node.keywords:
-            made = ast.NamedExpr(ast.Name("draft", ast.Store()), ast.parse("draft_from(closure)", mode="eval").body)
-            test = ast.Compare(ast.Name("draft", ast.Load()), [ast.IsNot()], [ast.Constant(None)])
-            return ast.copy_location(ast.IfExp(test, ast.Name("draft", ast.Load()), made), node)
-        return self.generic_visit(node)
-
-
-def _hands_on(tree: ast.AST) -> bool:
-    """Whether ``tree`` uses the name ``ctx`` other than for one of its fields: it hands the object on."""
-    bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    return any(isinstance(node, ast.Name) and node.id == "ctx" and id(node) not in bases for node in ast.walk(tree))
-
-
-@functools.lru_cache(maxsize=4096)  # an inlined statement is asked about by each operation using it
-def _local_form(source: str, mode: str) -> tuple[str, bool]:
-    """``source`` (``mode`` "exec": statements, "eval": a value) with the context's fields as locals, and
-    whether it still hands ``ctx`` itself on."""
-    tree = _Localizer().visit(ast.parse(source, mode=mode))
-    return ast.unparse(tree), _hands_on(tree)
-
-
-@dataclass(frozen=True)
-class _Fields:
-    """An operation's context fields, kept as local variables of its compiled form (see ``Context`` in context.py).
-
-    ``inputs`` are the parameters after ``closure`` and ``method`` (name,
-    default's source or ``None``), ``working`` the fields the phases compute
-    (name, initial value's source), ``context`` the class's name.
-    """
-
-    context: str
-    inputs: tuple[tuple[str, str | None], ...]
-    working: tuple[tuple[str, str], ...]
-    types: Mapping[str, str] = dataclasses.field(default_factory=dict)  # field -> its annotation's source
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.inputs) + tuple(name for name, _ in self.working)
-
-    def parameters(self, typed: bool = False) -> str:
-        """The parameter list of ``enter_<op>``; ``typed``: annotated as the context's ``__init__`` is."""
-        if not typed:
-            return ", ".join(["closure", "method", *(n if d is None else f"{n}={d}" for n, d in self.inputs)])
-        annotated = [f"{n}: {self.types.get(n, 'Any')}" for n in ("closure", "method", *(n for n, _ in self.inputs))]
-        defaults = [None, None, *(d for _, d in self.inputs)]
-        return ", ".join(a if d is None else f"{a} = {d}" for a, d in zip(annotated, defaults, strict=True))
-
-    def declaration(self, name: str, source: str, typed: bool) -> str:
-        """The local ``name`` holding a working field's initial value (annotated when ``typed``)."""
-        return f"{name}: {self.types.get(name, 'Any')} = {source}" if typed else f"{name} = {source}"
-
-    def arguments(self, source: str = "") -> str:
-        return ", ".join([f"{source}closure", f"{source}method", *(f"{source}{n}" for n, _ in self.inputs)])
-
-    def spill(self) -> str:
-        return f"ctx = spill_{self.context}({', '.join(('closure', 'method', *self.names))})"
-
-    def reload(self) -> str:
-        return f"{', '.join(self.names)} = {', '.join(f'ctx.{name}' for name in self.names)}"
-
-
-def context_fields(context: type) -> _Fields:
-    """The :class:`_Fields` of a context class: its ``__init__`` parameters and its ``WORKING`` fields."""
-    parameters = list(inspect.signature(context).parameters.values())[2:]  # closure, method
-    inputs = tuple((p.name, None if p.default is p.empty else _default_source(p.default)) for p in parameters)
-    working = tuple(context.WORKING.items())  # type: ignore[attr-defined]
-    slots = {slot for cls in context.__mro__ for slot in getattr(cls, "__slots__", ())}
-    declared = {"closure", "method", *(name for name, _ in inputs), *(name for name, _ in working)}
-    if slots != declared:
-        raise TableError(
-            f"invalid transition table: {context.__name__} declares {sorted(declared)}, has slots {sorted(slots)}",
-            code="table_invalid",
-        )
-    return _Fields(context.__name__, inputs, working, _field_types(context))
-
-
-def _field_types(context: type) -> dict[str, str]:
-    """Each field's annotation, as written: ``__init__``'s parameters, and ``self.x: T = …`` in an ``__init__``."""
-    types: dict[str, str] = {}
-    for cls in reversed(context.__mro__):
-        init = vars(cls).get("__init__")
-        if not inspect.isfunction(init):
-            continue
-        for parameter in inspect.signature(init).parameters.values():
-            if isinstance(parameter.annotation, str):
-                types[parameter.name] = parameter.annotation
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
-        except (OSError, TypeError):  # pragma: no cover - the contexts are plain source
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
-                types[node.target.attr] = ast.unparse(node.annotation)
-    return types
-
-
-def _default_source(value: object) -> str:
-    if value is None or type(value) in (bool, int, str):
-        return repr(value)
-    if value is ABSENT:
-        return "ABSENT"
-    raise TableError(f"invalid transition table: a context default {value!r} has no source", code="table_invalid")
-
-
-def _assigned_names(node: ast.AST) -> set[str]:
-    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    names |= {n.name for n in ast.walk(node) if isinstance(n, ast.ExceptHandler) and n.name is not None}
-    return names
-
-
-class _Code:
-    """How the generated code names or inlines each implementation of the table's names."""
-
-    def __init__(self, implementations: Mapping[str, Mapping[str, Callable[..., Any]]]) -> None:
-        self.fields: _Fields | None = None  # the operation being emitted keeps its context's fields as locals
-        self.typed = False  # the module form: annotated signatures and working fields (see module_source)
-        self.declared: set[str] = set()  # the module form: locals the operation being emitted has annotated
-        self.inlined: dict[tuple[str, str], Inlined] = {}
-        self.checked = frozenset(implementations.get("no_caller_code", {}))  # effects with a no-caller-code check
-        self.modules: dict[str, str] = {}  # alias -> the module whose globals inlined bodies read through it
-        reserved = {python_name(kind, name) for kind in _KINDS for name in implementations.get(kind, {})}
-        reserved |= _GENERATED_LOCALS | _HELPERS | set(dir(builtins))
-        for kind in _KINDS:
-            for name, function in implementations.get(kind, {}).items():
-                module = getattr(function, "__module__", None)
-                if not isinstance(module, str):
-                    continue
-                alias = module_alias(module)
-                if alias in reserved or self.modules.get(alias, module) != module or module not in sys.modules:
-                    continue  # no unambiguous name for its module (or none at all): called, not inlined
-                found = inline(kind, name, function, alias)
-                if found is not None:
-                    self.inlined[kind, name] = found
-                    self.modules[alias] = module
-
-    def statements(self, out: _Writer, kind: str, name: str) -> str:
-        """Emit what runs before the value of ``kind`` ``name``; return the expression of its value (or a call)."""
-        found = self.inlined.get((kind, name))
-        if found is None:
-            assert self.fields is None, "an operation with a name that is called keeps its context object"
-            return f"{python_name(kind, name)}(ctx)"
-        out.line(f"# {kind} {_comment(name)}: inlined from {found.origin}")
-        for statement in found.typed if self.typed else found.statements:
-            statement = self._declare_once(statement) if self.typed else statement
-            if self.fields is None:
-                out.block(statement)
-            elif _local_form(statement, "exec")[1]:  # it needs the object: built from the locals, read back after
-                out.line(self.fields.spill())
-                out.block(statement)
-                out.line(self.fields.reload())
-            else:
-                out.block(_local_form(statement, "exec")[0])
-        if found.value is None:
-            return ""
-        return found.value if self.fields is None else _local_form(found.value, "eval")[0]
-
-    def _declare_once(self, statement: str) -> str:
-        """``statement`` with an annotated assignment of a local already declared in this operation made plain."""
-        if ":" not in statement:
-            return statement
-        tree = ast.parse(statement)
-        changed = False
-        for node in ast.walk(tree):
-            for field, value in ast.iter_fields(node):
-                if not isinstance(value, list):
-                    continue
-                for position, child in enumerate(value):
-                    if isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name) and child.value:
-                        if child.target.id in self.declared:
-                            value[position] = ast.copy_location(ast.Assign([child.target], child.value), child)
-                            changed = True
-                        self.declared.add(child.target.id)
-                setattr(node, field, value)
-        return ast.unparse(ast.fix_missing_locations(tree)) if changed else statement
-
-    def keeps_locals(self, kinds_and_names: Iterable[tuple[str, str]]) -> bool:
-        """Whether an operation using these names can keep its fields as locals: all inlined, no value needing ctx."""
-        for key in kinds_and_names:
-            found = self.inlined.get(key)
-            if found is None or (found.value is not None and _local_form(found.value, "eval")[1]):
-                return False
-        return True
-
-    def effect(self, out: _Writer, name: str) -> None:
-        if ("effect", name) in self.inlined:
-            self.statements(out, "effect", name)
-        else:
-            out.line(f"{python_name('effect', name)}(ctx)")
-
-    def has_statements(self, kind: str, name: str) -> bool:
-        found = self.inlined.get((kind, name))
-        return found is not None and bool(found.statements)
-
-    def context_fields(self, kind: str, name: str) -> frozenset[str] | None:
-        """The fields of ``ctx`` the inlined ``kind`` ``name`` reads or writes; ``None`` if that is not known.
-
-        Not known when the implementation is called (not inlined), hands
-        ``ctx`` itself to a function, or writes anything but a field of
-        ``ctx`` or a local of its own (an attribute or item of another object).
-        """
-        found = self.inlined.get((kind, name))
-        if found is None:
-            return None
-        fields: set[str] = set()
-        for source in (*found.statements, *(() if found.value is None else (found.value,))):
-            tree = ast.parse(source)
-            if _hands_on(tree):
-                return None  # ctx handed on: anything may be read or written
-            for node in ast.walk(tree):
-                is_field = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                if is_field and node.value.id == "ctx":  # type: ignore[attr-defined]
-                    fields.add(node.attr)  # type: ignore[attr-defined]
-                elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
-                    return None  # writes another object
-        return frozenset(fields)
-
-
-# --------------------------------------------------------------------------- the generated code
 
 
 def _state_groups(table: Table, op: str, phase: str) -> list[tuple[tuple[str, ...], tuple[Row, ...]]]:
@@ -635,7 +136,7 @@ def _state_groups(table: Table, op: str, phase: str) -> list[tuple[tuple[str, ..
     return [(tuple(states), rows_of[key]) for key, states in groups.items()]
 
 
-def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], code: _Code) -> None:
+def _emit_rows(out: Writer, table: Table, rows: tuple[Row, ...], code: Code) -> None:
     """An ``if``/``elif`` chain: the first row whose guard holds fires.
 
     A guard inlined with statements of its own is evaluated in an ``else:``
@@ -655,7 +156,8 @@ def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], code: _Code) -
             _emit_firing(out, table, row, code)
             skipped = rows[position + 1 :]
             if skipped:
-                out.line(f"# never reached: {', '.join(_comment(r.id) for r in skipped)} (an earlier row always fires)")
+                never = ", ".join(comment_text(r.id) for r in skipped)
+                out.line(f"# never reached: {never} (an earlier row always fires)")
             break
         if not opening and code.has_statements("guard", row.guard):
             out.line("else:")  # the guard's statements run only if no earlier guard held
@@ -670,8 +172,8 @@ def _emit_rows(out: _Writer, table: Table, rows: tuple[Row, ...], code: _Code) -
     out.depth = depth
 
 
-def _emit_firing(out: _Writer, table: Table, row: Row, code: _Code) -> None:
-    out.line(f"# {_comment(row.id)}" + (f"  ({', '.join(row.catalogue)})" if row.catalogue else ""))
+def _emit_firing(out: Writer, table: Table, row: Row, code: Code) -> None:
+    out.line(f"# {comment_text(row.id)}" + (f"  ({', '.join(row.catalogue)})" if row.catalogue else ""))
     out.line("if trace is not None:")
     out.line(f"    trace.append({row.id!r})")
     for effect in row.effects:
@@ -707,7 +209,7 @@ def _emit_firing(out: _Writer, table: Table, row: Row, code: _Code) -> None:
         out.line(f"raise spec_error({result.name!r})")
 
 
-def _emit_move(out: _Writer, code: _Code, target: str) -> None:
+def _emit_move(out: Writer, code: Code, target: str) -> None:
     """The draft run moves to ``target`` (made on first use; installed with the rest of the commit)."""
     if code.fields is None:
         out.line(f"draft_of(ctx).state = {target}  # the draft: installed with the rest of the commit")
@@ -740,12 +242,12 @@ _Facts = dict[str, frozenset[str]]
 
 
 def _emit_phase(
-    out: _Writer,
+    out: Writer,
     table: Table,
     op: str,
     phase: str,
     locked: bool,
-    code: _Code,
+    code: Code,
     held: bool = False,
     facts: _Facts | None = None,
 ) -> _Facts | None:
@@ -768,7 +270,7 @@ def _emit_phase(
         label = "unlocked, run under the lock here: it runs no caller code for this call"
     else:
         label = "locked" if locked else "unlocked: caller code may run"
-    out.line(f"# --- phase {_comment(phase)} ({label})")
+    out.line(f"# --- phase {comment_text(phase)} ({label})")
     if not locked:  # the same rows in every state (the validator requires it)
         rows = table.rows_for(op, phase, table.initial_run_state)
         _emit_rows(out, table, rows, code)
@@ -817,7 +319,7 @@ def _known_state_groups(
     return [(tuple(states), rows_of[key]) for key, states in groups.items()]
 
 
-def _facts_after_locked(table: Table, op: str, phase: str, code: _Code, facts: _Facts | None) -> _Facts | None:
+def _facts_after_locked(table: Table, op: str, phase: str, code: Code, facts: _Facts | None) -> _Facts | None:
     """After a locked phase: the states in which it went on, each with every guard it found false."""
     after: _Facts = {}
     for state in table.run_states if facts is None else facts:
@@ -832,7 +334,7 @@ def _facts_after_locked(table: Table, op: str, phase: str, code: _Code, facts: _
     return after
 
 
-def _facts_after_unlocked(table: Table, rows: tuple[Row, ...], code: _Code, facts: _Facts | None) -> _Facts | None:
+def _facts_after_unlocked(table: Table, rows: tuple[Row, ...], code: Code, facts: _Facts | None) -> _Facts | None:
     """After an unlocked phase run under the lock: the facts its effects do not touch (one row, always firing)."""
     if facts is None or len(rows) != 1 or rows[0].guard is not None or rows[0].result is not None:
         return None
@@ -846,15 +348,15 @@ def _facts_after_unlocked(table: Table, rows: tuple[Row, ...], code: _Code, fact
     return {state: guards & untouched for state, guards in facts.items()}
 
 
-def _known(code: _Code, guard: str) -> frozenset[str]:
+def _known(code: Code, guard: str) -> frozenset[str]:
     fields = code.context_fields("guard", guard)
     assert fields is not None, "only guards whose fields are known are kept as facts"
     return fields
 
 
-def _emit_locked(out: _Writer, table: Table, op: str, phases: list[tuple[str, bool]], code: _Code) -> None:
+def _emit_locked(out: Writer, table: Table, op: str, phases: list[tuple[str, bool]], code: Code) -> None:
     """One acquisition of the lock around ``phases`` (name, locked); the reentry check first."""
-    names = ", ".join(_comment(phase) for phase, _ in phases)
+    names = ", ".join(comment_text(phase) for phase, _ in phases)
     out.line(f"# --- {'phase' if len(phases) == 1 else 'phases'} {names}: under the lock, in one acquisition")
     out.line("lock = closure._lock")
     out.line("if lock._is_owned():  # a finalizer or signal handler of this thread, inside a locked phase")
@@ -867,7 +369,7 @@ def _emit_locked(out: _Writer, table: Table, op: str, phases: list[tuple[str, bo
     out.dedent()
 
 
-def _checked_effects(table: Table, op: str, phases: list[str], code: _Code) -> list[str] | None:
+def _checked_effects(table: Table, op: str, phases: list[str], code: Code) -> list[str] | None:
     """The effects of unlocked ``phases`` if every one has a no-caller-code check (else ``None``)."""
     effects = [
         effect
@@ -879,7 +381,7 @@ def _checked_effects(table: Table, op: str, phases: list[str], code: _Code) -> l
     return effects if effects and all(effect in code.checked for effect in effects) else None
 
 
-def _names_used(table: Table, op: str, code: _Code) -> set[tuple[str, str]]:
+def _names_used(table: Table, op: str, code: Code) -> set[tuple[str, str]]:
     """Every (kind, name) the rows of ``op`` use, the no-caller-code checks of its effects included."""
     used: set[tuple[str, str]] = set()
     for phase in table.operations[op].phases:
@@ -898,7 +400,7 @@ def _names_used(table: Table, op: str, code: _Code) -> set[tuple[str, str]]:
     return used
 
 
-def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _Fields | None) -> None:
+def _emit_operation(out: Writer, table: Table, op: str, code: Code, fields: Fields | None) -> None:
     """``enter_<op>``: the phases in order, each run of locked phases under one acquisition of the lock.
 
     An unlocked run of phases between two locked ones whose caller-code
@@ -909,14 +411,14 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _F
     With ``fields`` (the operation's context fields), the operation takes the
     inputs as parameters and keeps every field in a local variable when
     every name it uses is inlined (the shipped semantics): no context object
-    is built, except by :meth:`_Fields.spill` for an inlined statement that
+    is built, except by :meth:`Fields.spill` for an inlined statement that
     hands ``ctx`` on (read back after it).  Otherwise it builds the context
     from its parameters and runs on the object.  ``run_<op>(ctx)`` runs it on
     a context's fields.  Without ``fields`` (the outline), ``run_<op>(ctx)``
     is the operation itself.
     """
     spec = table.operations[op]
-    clash = fields is not None and bool(set(fields.names) & (_GENERATED_LOCALS | _HELPERS | set(code.modules)))
+    clash = fields is not None and bool(set(fields.names) & (GENERATED_LOCALS | HELPER_NAMES | set(code.modules)))
     keeps = fields is not None and not clash and code.keeps_locals(_names_used(table, op, code))
     code.fields = fields if keeps else None
     code.declared = set()
@@ -926,7 +428,7 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _F
         returns = " -> Any" if code.typed else ""
         out.line(f"def enter_{op}({fields.parameters(code.typed)}){returns}:")
     out.indent()
-    out.line(_docstring(f"{op}: {' -> '.join(spec.phases)}."))
+    out.line(docstring_line(f"{op}: {' -> '.join(spec.phases)}."))
     if fields is None:
         out.line("closure = ctx.closure")
     elif keeps:
@@ -985,7 +487,7 @@ def _emit_operation(out: _Writer, table: Table, op: str, code: _Code, fields: _F
     out.line(f"    return enter_{op}({fields.arguments('ctx.')})")
 
 
-def _emit_declarations(out: _Writer, table: Table, op: str, code: _Code) -> None:
+def _emit_declarations(out: Writer, table: Table, op: str, code: Code) -> None:
     """The annotated locals of the bodies inlined into ``op``, declared once (a body may be written twice)."""
     declared: dict[str, str] = {}
     for key in sorted(_names_used(table, op, code)):
@@ -997,7 +499,7 @@ def _emit_declarations(out: _Writer, table: Table, op: str, code: _Code) -> None
         out.line(f"{name}: {annotation}")
 
 
-def _emit_spill(out: _Writer, fields: _Fields, typed: bool) -> None:
+def _emit_spill(out: Writer, fields: Fields, typed: bool) -> None:
     """``spill_<Context>``: a context holding a compiled operation's locals, for a step that reads the object."""
     names = ("closure", "method", *fields.names)
     if typed:
@@ -1027,10 +529,10 @@ def generate_source(
     in ``OPERATIONS``; without, ``run_<op>(ctx)`` only, each running on the
     context object (the outline).
     """
-    return _generate(table, _Code(implementations), contexts)
+    return generate(table, Code(implementations), contexts)
 
 
-_NAMES_NOTE: Final = """Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X,
+NAMES_NOTE: Final = """Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X,
 called; a body marked 'inlined from' is that function's body, its locals prefixed and its globals
 read from its module (semantics_...); reject(closure, generation, reason, call_id, observed) records
 the diagnostic and returns the Rejection; the draft is the run a commit builds aside (draft_of(ctx),
@@ -1040,13 +542,13 @@ reentry_error instead of waiting on itself).  enter_<op> keeps the operation's c
 local variables (ctx.X is written X) when every name it uses is inlined."""
 
 
-def _generate(table: Table, code: _Code, contexts: Mapping[str, type] | None, head: str | None = None) -> str:
-    out = _Writer()
+def generate(table: Table, code: Code, contexts: Mapping[str, type] | None, head: str | None = None) -> str:
+    out = Writer()
     if head is not None:
         out.block(head)
         _emit_body(out, table, code, contexts)
         return "\n".join(out.lines) + "\n"
-    out.line(_docstring(f"The transition table {table.version}, compiled: one function per operation.")[:-3])
+    out.line(docstring_line(f"The transition table {table.version}, compiled: one function per operation.")[:-3])
     out.line("")
     out.line("Generated from spec/machine.json by tool_call_closure.machine.compiler; do not edit.")
     out.line("Names: guard_X / effect_X / result_X / observed_X / target_X are the semantics of the table's X,")
@@ -1062,7 +564,7 @@ def _generate(table: Table, code: _Code, contexts: Mapping[str, type] | None, he
     return "\n".join(out.lines) + "\n"
 
 
-def _emit_body(out: _Writer, table: Table, code: _Code, contexts: Mapping[str, type] | None) -> None:
+def _emit_body(out: Writer, table: Table, code: Code, contexts: Mapping[str, type] | None) -> None:
     """The functions (spills, then one operation after another) and the maps of them."""
     spilled: set[str] = set()
     for op in table.operations:
@@ -1101,13 +603,13 @@ def compile_operations(
     class.  Returns the source, ``{op: run_<op>}`` (on a context object) and
     ``{op: enter_<op>}`` (on the inputs: what the public class calls).
     """
-    code = _Code(implementations)
-    source = _generate(table, code, contexts)
+    code = Code(implementations)
+    source = generate(table, code, contexts)
     namespace: dict[str, Any] = {"__builtins__": __builtins__, **helpers}
     namespace.update({context.__name__: context for context in contexts.values()})
     for alias, module_name in code.modules.items():  # the globals of inlined bodies are read from their module
         namespace[alias] = sys.modules[module_name]
-    for kind in _KINDS:
+    for kind in KINDS:
         for name, function in implementations[kind].items():
             identifier = python_name(kind, name)
             if namespace.get(identifier, function) is not function:
@@ -1123,121 +625,3 @@ def compile_operations(
     operations: Mapping[str, Operation] = namespace["OPERATIONS"]
     entries: Mapping[str, Callable[..., Any]] = namespace["ENTRIES"]
     return source, operations, entries
-
-
-# --------------------------------------------------------------------------- the checked-in module
-
-_MODULE_DOC: Final = '''"""The transition table {version}, compiled: one function per operation.
-
-Theory of operation
--------------------
-Generated: do not edit.  This is the machine that runs.  ``tool_call_closure.machine.compiler``
-writes the table (``spec/machine.json``) out as Python: each operation's
-phases in order, each phase's rows as an ``if``/``elif`` chain, the bodies
-of the semantics (``machine/semantics.py``) inlined.  The public class calls
-``enter_<op>`` here; the definitional walk (``Machine.walk``) is its oracle
-on every vector and every step the bounded model check reaches, and
-``TCC_MACHINE=walk`` runs the walk instead (breakpoints in the semantics fire).
-
-Regenerate after changing the table, the semantics, the contexts or the
-compiler (``tests/test_generated.py`` fails until you do)::
-
-    python -m tool_call_closure.machine.regenerate
-
-The two digests below name what this was generated from; when either does
-not match the files present, the interpreter ignores this module and
-generates the machine at import, as it does for any other table.
-
-{names}
-"""'''
-
-
-def digest_sources(table_text: str, modules: Iterable[Any]) -> tuple[str, str]:
-    """(sha256 of the table's text, sha256 of the source files of ``modules``): what a module was generated from."""
-    table = hashlib.sha256(table_text.encode("utf-8")).hexdigest()
-    sources = hashlib.sha256()
-    for module in modules:
-        sources.update(inspect.getsource(module).encode("utf-8"))
-    return table, sources.hexdigest()
-
-
-def module_source(
-    table: Table,
-    implementations: Mapping[str, Mapping[str, Callable[..., Any]]],
-    helpers: Mapping[str, Any],
-    contexts: Mapping[str, type],
-    digests: tuple[str, str],
-) -> str:
-    """The compiled table as a module of its own: imports, annotations, and the digests it was generated from.
-
-    The same functions :func:`generate_source` writes, with the parameters
-    and working fields annotated as the context classes declare them, the
-    helpers and the modules inlined bodies read imported by name, and every
-    called implementation bound from its own module.  Unwrapped: the
-    checked-in file is this text formatted (``machine.regenerate``).
-    """
-    code = _Code(implementations)
-    code.typed = True
-    imports: dict[str, set[str]] = {"typing": {"Any", "Final"}, "collections.abc": {"Callable", "Mapping"}}
-    aliases = [f"import {module} as {alias}" for alias, module in sorted(code.modules.items())]
-    body = ast.parse(_generate(table, code, contexts, head=""))
-    used = {node.id for node in ast.walk(body) if isinstance(node, ast.Name)}
-    for name, value in helpers.items():
-        if name not in used:
-            continue  # not used by this table's operations
-        module, attribute = _origin(value)
-        imports.setdefault(module, set()).add(attribute if attribute == name else f"{attribute} as {name}")
-    for context in contexts.values():
-        imports.setdefault(context.__module__, set()).add(context.__name__)
-        fields = context_fields(context)
-        for annotation in fields.types.values():
-            for identifier in _IDENTIFIER.findall(annotation):
-                origin = _annotation_origin(context, identifier)
-                if origin is not None:
-                    imports.setdefault(origin, set()).add(identifier)
-    for kind in _KINDS:
-        for name, function in implementations.get(kind, {}).items():
-            if (kind, name) not in code.inlined:
-                module, attribute = _origin(function)
-                imports.setdefault(module, set()).add(f"{attribute} as {python_name(kind, name)}")
-    doc = _MODULE_DOC.format(version=table.version, names=_NAMES_NOTE)
-    # The table's default (no row ended the operation) is written after rows that may always end it.
-    lines = ["# mypy: warn-unreachable=false", doc, "", "from __future__ import annotations", ""]
-    standard = sorted(module for module in imports if module.partition(".")[0] in sys.stdlib_module_names)
-    for group in (standard, sorted(set(imports) - set(standard))):
-        lines += [f"from {module} import {', '.join(sorted(imports[module]))}" for module in group]
-        lines += [*(aliases if group is not standard else ()), ""]
-    lines += ["# What this module was generated from: the table's text, and the sources of the semantics, the contexts"]
-    lines += ["# and the compiler (sha256; see tool_call_closure.machine.interpreter.checked_in_module)."]
-    lines += [f'TABLE_SHA256: Final = "{digests[0]}"', f'SOURCES_SHA256: Final = "{digests[1]}"']
-    return _generate(table, code, contexts, head="\n".join(lines))
-
-
-def _origin(value: Any) -> tuple[str, str]:
-    """(module, name) under which ``value`` is importable; a table whose names are not importable has no module."""
-    module_name = getattr(value, "__module__", None)
-    name = getattr(value, "__name__", None)
-    if not isinstance(module_name, str) or not isinstance(name, str):
-        module_name, name = type(value).__module__, None
-    module = sys.modules.get(module_name)
-    if module is not None and name is not None and getattr(module, name, None) is value:
-        return module_name, name
-    for attribute, bound in vars(module or {}).items():
-        if bound is value and not attribute.startswith("__"):
-            return module_name, attribute
-    raise TableError(f"invalid transition table: {value!r} is not importable by name", code="table_invalid")
-
-
-def _annotation_origin(context: type, identifier: str) -> str | None:
-    """The module an annotation of ``context`` imports ``identifier`` from (``None``: a builtin or a keyword)."""
-    module = sys.modules[context.__module__]
-    if identifier in vars(builtins) or identifier == "None":
-        return None
-    for node in ast.parse(inspect.getsource(module)).body:
-        if not isinstance(node, ast.ImportFrom) or node.module in (None, "__future__"):
-            continue
-        if any((alias.asname or alias.name) == identifier for alias in node.names):
-            return node.module
-    if identifier in vars(module):
-        return module.__name__
-    return None

@@ -56,9 +56,9 @@ from tool_call_closure.machine.context import record_rejection as reject
 from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRecord, Snapshot
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
-# and the compiler (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
+# and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "e01e8b30cef8eceadc305782a918a6484b951146b3b0548d948be1d74ad89685"
+SOURCES_SHA256: Final = "dba522ca62d94dac434b157aeb5dffb1570f93ed56d3c81b2043eeea97a92e27"
 
 
 def spill_BeginContext(

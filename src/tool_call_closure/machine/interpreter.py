@@ -76,8 +76,10 @@ from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import TableError, spec_error
 from tool_call_closure.machine import compiler as compiler_module
 from tool_call_closure.machine import context as context_module
+from tool_call_closure.machine import inliner as inliner_module
+from tool_call_closure.machine import module_form as module_form_module
 from tool_call_closure.machine import semantics as sem
-from tool_call_closure.machine.compiler import Operation, compile_operations, digest_sources, row_commits
+from tool_call_closure.machine.compiler import Operation, compile_operations, row_commits
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
     Context,
@@ -91,6 +93,7 @@ from tool_call_closure.machine.context import (
     record_rejection,
     reentry_error,
 )
+from tool_call_closure.machine.module_form import digest_sources
 from tool_call_closure.machine.table import TABLE, TABLE_TEXT, Row, Table
 from tool_call_closure.values import CallRecord, Rejection, SettlementRecord
 
@@ -479,7 +482,7 @@ HELPERS: Final[Mapping[str, Any]] = {
 }
 """The mechanisms the generated code shares with the walk, by the name the generated code calls them."""
 
-GENERATED_FROM: Final = (sem, context_module, compiler_module)
+GENERATED_FROM: Final = (sem, context_module, inliner_module, compiler_module, module_form_module)
 """The modules whose source the generated machine depends on, besides the table (their digest is its header's)."""
 
 

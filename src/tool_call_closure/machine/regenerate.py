@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The machine that runs is checked in (:mod:`.generated`): a reader can open
 it, step through it and read tracebacks and coverage against it.  It is
-:func:`.compiler.module_source` of the shipped table, the semantics and the
+:func:`.module_form.module_source` of the shipped table, the semantics and the
 contexts, formatted by ``ruff format`` (the pinned development tool; the
 formatter only wraps lines, it changes no code), with a header naming the
 digests of what it was generated from.  ``tests/test_generated.py`` holds the
@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from tool_call_closure.machine.compiler import digest_sources, module_source
 from tool_call_closure.machine.context import OPERATION_CONTEXTS
 from tool_call_closure.machine.interpreter import GENERATED_FROM, HELPERS, implementations
+from tool_call_closure.machine.module_form import digest_sources, module_source
 from tool_call_closure.machine.table import TABLE, TABLE_TEXT
 
 __all__ = ["GENERATED_PATH", "expected_text", "format_source", "main"]
