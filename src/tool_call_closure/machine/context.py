@@ -206,6 +206,8 @@ class MachineView(Protocol):
 
     @property
     def call_events(self) -> Mapping[str, Mapping[str, str]]: ...  # effect -> {call status -> call event}
+    @property
+    def effect_call_next(self) -> Mapping[str, Mapping[tuple[str, str], str]]: ...  # effect -> {(state, status) -> to}
     def apply_call_event(self, call: CallRecord, event: str, settlement: SettlementRecord) -> CallRecord: ...
 
 

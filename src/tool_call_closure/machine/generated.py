@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "dba522ca62d94dac434b157aeb5dffb1570f93ed56d3c81b2043eeea97a92e27"
+SOURCES_SHA256: Final = "bc1f65f82088ab727ef28653f09aebf744ac56bec0f296de6f29a09f06f6ab5b"
 
 
 def spill_BeginContext(
@@ -621,14 +621,32 @@ def enter_settle(
             effect_record_settlement__settlement = settlement
             assert effect_record_settlement__settlement is not None
             effect_record_settlement__position = effect_record_settlement__run.index[call_id]
-            effect_record_settlement__event = effect_record_settlement__machine.call_events["record_settlement"][
-                effect_record_settlement__settlement[semantics_.STATUS]
-            ]
-            effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                effect_record_settlement__run.calls[effect_record_settlement__position],
-                effect_record_settlement__event,
-                effect_record_settlement__settlement,
-            )
+            effect_record_settlement__call = effect_record_settlement__run.calls[effect_record_settlement__position]
+            (
+                effect_record_settlement__identifier,
+                effect_record_settlement__name,
+                effect_record_settlement__state,
+                effect_record_settlement___before,
+            ) = effect_record_settlement__call
+            effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
+            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                "record_settlement"
+            ].get((effect_record_settlement__state, effect_record_settlement__status))
+            if effect_record_settlement__target is None:
+                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                    effect_record_settlement__call,
+                    effect_record_settlement__machine.call_events["record_settlement"][
+                        effect_record_settlement__status
+                    ],
+                    effect_record_settlement__settlement,
+                )
+            else:
+                effect_record_settlement__call = (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__target,
+                    effect_record_settlement__settlement,
+                )
             staged_call = (effect_record_settlement__position, effect_record_settlement__call)
             # result accepted: inlined from tool_call_closure.machine.semantics._accepted
             assert settlement is not None
@@ -888,14 +906,32 @@ def enter_settle(
                 effect_record_settlement__settlement = settlement
                 assert effect_record_settlement__settlement is not None
                 effect_record_settlement__position = effect_record_settlement__run.index[call_id]
-                effect_record_settlement__event = effect_record_settlement__machine.call_events["record_settlement"][
-                    effect_record_settlement__settlement[semantics_.STATUS]
-                ]
-                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                    effect_record_settlement__run.calls[effect_record_settlement__position],
-                    effect_record_settlement__event,
-                    effect_record_settlement__settlement,
-                )
+                effect_record_settlement__call = effect_record_settlement__run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_record_settlement__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_record_settlement__settlement,
+                    )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                 # result accepted: inlined from tool_call_closure.machine.semantics._accepted
                 assert settlement is not None

@@ -141,6 +141,7 @@ class Machine:
         "call_events",
         "call_next",
         "closed",
+        "effect_call_next",
         "effect_run_to",
         "entries",
         "export_format",
@@ -175,6 +176,17 @@ class Machine:
             }
             for e in table.effects.values()
             if e.call_event
+        }
+        # effect id -> {(call state, call status) -> the call state its event moves to}: the call machine's move
+        # resolved when the table is compiled, so a settlement looks it up once (a move it lacks is not here).
+        self.effect_call_next: Mapping[str, Mapping[tuple[str, str], str]] = {
+            effect: {
+                (state, status): self.call_next[state, event]
+                for status, event in events.items()
+                for state in table.call_states
+                if (state, event) in self.call_next
+            }
+            for effect, events in self.call_events.items()
         }
         for j, m in enumerate(table.operations["export"].methods):
             if "format" not in m:

@@ -559,8 +559,16 @@ def record_settlement(ctx: SettleContext) -> None:
     settlement = ctx.settlement
     assert settlement is not None
     position = run.index[ctx.call_id]
-    event = machine.call_events["record_settlement"][settlement[STATUS]]
-    call = machine.apply_call_event(run.calls[position], event, settlement)
+    call = run.calls[position]
+    identifier, name, state, _before = call
+    status = settlement[STATUS]
+    # The call machine's move, resolved when the table was compiled (one lookup); a move the table lacks goes
+    # through apply_call_event, which raises the table's error for it.
+    target = machine.effect_call_next["record_settlement"].get((state, status))
+    if target is None:
+        call = machine.apply_call_event(call, machine.call_events["record_settlement"][status], settlement)
+    else:
+        call = (identifier, name, target, settlement)
     ctx.staged_call = (position, call)  # installed as one list-item assignment
 
 
