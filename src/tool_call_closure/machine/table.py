@@ -226,12 +226,85 @@ def parse_table(raw: Any) -> Table:
     """Validate the decoded JSON of a table and return it as a :class:`Table`.
 
     Raises :class:`~tool_call_closure.errors.TableError` naming the first problem found.
+    The sections are read in the order the file declares them, each by a
+    function of its own; the checks across sections come last.
     """
     top = _obj(raw, "table")
     if top.get("format") != FORMAT:
         raise _fail("format", f"must be {FORMAT!r}")
     version = _str(_field(top, "version", "table"), "version")
+    options = _parse_options(top)
+    texts_raw = _obj(_field(top, "texts", "table"), "texts")
+    texts = MappingProxyType({k: _str(v, f"texts.{k}") for k, v in texts_raw.items()})
+    run_states, initial_run, closed = _parse_states(top, "run_states", "closed", "closed")
+    call_states, initial_call, terminal = _parse_states(top, "call_states", "terminal", "terminal")
+    call_events, call_event_status = _parse_call_events(top, call_states)
+    call_transitions = _parse_call_transitions(top, call_states, call_events, call_event_status, terminal)
+    phase_list = _obj_list(top, "phases")
+    _ids(phase_list, "phases")
+    phases = MappingProxyType(
+        {p["id"]: _bool(_field(p, "locked", f"phases.{p['id']}"), f"phases.{p['id']}.locked") for p in phase_list}
+    )
+    operations = _parse_operations(top, phases, texts)
+    guards = tuple(_ids(_obj_list(top, "guards"), "guards"))
+    results = tuple(_ids(_obj_list(top, "results"), "results"))
+    reasons = tuple(_ids(_obj_list(top, "reasons"), "reasons"))
+    observed = tuple(_ids(_obj_list(top, "observed"), "observed"))
+    errors = _parse_errors(top)
+    effects = _parse_effects(top, run_states, call_events, errors)
+    default_error = _default_raise(top, "default", errors)
+    call_default_error = _default_raise(top, "call_default", errors)
+    defaulted = _parse_defaulted(top, run_states, operations)
+    rows = tuple(
+        _parse_row(
+            index, r, run_states, initial_run, closed, operations, guards, effects, results, reasons, observed, errors
+        )
+        for index, r in enumerate(_obj_list(top, "transitions"))
+    )
+    _ids([{"id": r.id} for r in rows], "transitions")
+    inv_list = _obj_list(top, "invariants")
+    _ids(inv_list, "invariants")
+    invariants = MappingProxyType(
+        {
+            i["id"]: _str(_field(i, "description", f"invariants.{i['id']}"), f"invariants.{i['id']}.description")
+            for i in inv_list
+        }
+    )
+    table = Table(
+        version=version,
+        options=options,
+        texts=texts,
+        run_states=run_states,
+        initial_run_state=initial_run,
+        closed_run_states=closed,
+        call_states=call_states,
+        initial_call_state=initial_call,
+        terminal_call_states=terminal,
+        call_events=call_events,
+        call_event_status=call_event_status,
+        call_transitions=call_transitions,
+        phases=phases,
+        operations=MappingProxyType(operations),
+        guards=guards,
+        effects=MappingProxyType(effects),
+        results=results,
+        reasons=reasons,
+        observed=observed,
+        errors=errors,
+        default_error=default_error,
+        call_default_error=call_default_error,
+        defaulted=defaulted,
+        transitions=rows,
+        invariants=invariants,
+    )
+    _check_overlaps(table)
+    _check_phases(table)
+    _check_reachability(table)
+    _check_totality(table)
+    return table
 
+
+def _parse_options(top: Mapping[str, Any]) -> tuple[OptionSpec, ...]:
     options = tuple(
         OptionSpec(
             id=_str(_field(o, "id", f"options[{i}]"), f"options[{i}].id"),
@@ -241,30 +314,28 @@ def parse_table(raw: Any) -> Table:
         for i, o in enumerate(_obj_list(top, "options"))
     )
     _ids([{"id": o.id} for o in options], "options")
+    return options
 
-    texts_raw = _obj(_field(top, "texts", "table"), "texts")
-    texts = MappingProxyType({k: _str(v, f"texts.{k}") for k, v in texts_raw.items()})
 
-    run_list = _obj_list(top, "run_states")
-    run_states = tuple(_ids(run_list, "run_states"))
-    initial_runs = [s["id"] for s in run_list if _bool(s.get("initial", False), f"run_states.{s['id']}.initial")]
-    if len(initial_runs) != 1:
-        raise _fail("run_states", "exactly one state must be initial")
-    closed = frozenset(s["id"] for s in run_list if _bool(s.get("closed", False), f"run_states.{s['id']}.closed"))
-    if initial_runs[0] in closed:
-        raise _fail("run_states", "the initial state cannot be closed")
+def _parse_states(
+    top: Mapping[str, Any], key: str, flag: str, what: str
+) -> tuple[tuple[str, ...], str, frozenset[str]]:
+    """``run_states`` or ``call_states``: the ids, the one initial state, and those marked ``flag`` (never it)."""
+    listed = _obj_list(top, key)
+    states = tuple(_ids(listed, key))
+    initial = [s["id"] for s in listed if _bool(s.get("initial", False), f"{key}.{s['id']}.initial")]
+    if len(initial) != 1:
+        raise _fail(key, "exactly one state must be initial")
+    flagged = frozenset(s["id"] for s in listed if _bool(s.get(flag, False), f"{key}.{s['id']}.{flag}"))
+    if initial[0] in flagged:
+        raise _fail(key, f"the initial state cannot be {what}")
+    return states, initial[0], flagged
 
-    call_list = _obj_list(top, "call_states")
-    call_states = tuple(_ids(call_list, "call_states"))
-    initial_calls = [s["id"] for s in call_list if _bool(s.get("initial", False), f"call_states.{s['id']}.initial")]
-    if len(initial_calls) != 1:
-        raise _fail("call_states", "exactly one state must be initial")
-    terminal = frozenset(
-        s["id"] for s in call_list if _bool(s.get("terminal", False), f"call_states.{s['id']}.terminal")
-    )
-    if initial_calls[0] in terminal:
-        raise _fail("call_states", "the initial state cannot be terminal")
 
+def _parse_call_events(
+    top: Mapping[str, Any], call_states: tuple[str, ...]
+) -> tuple[Mapping[str, str], Mapping[str, str]]:
+    """Each call event's provenance, and the call state (status) it settles a call as."""
     event_list = _obj_list(top, "call_events")
     _ids(event_list, "call_events")
     call_events = MappingProxyType(
@@ -273,7 +344,6 @@ def parse_table(raw: Any) -> Table:
             for e in event_list
         }
     )
-
     call_event_status = MappingProxyType(
         {
             e["id"]: _known(
@@ -285,6 +355,16 @@ def parse_table(raw: Any) -> Table:
             for e in event_list
         }
     )
+    return call_events, call_event_status
+
+
+def _parse_call_transitions(
+    top: Mapping[str, Any],
+    call_states: tuple[str, ...],
+    call_events: Mapping[str, str],
+    call_event_status: Mapping[str, str],
+    terminal: frozenset[str],
+) -> tuple[CallTransition, ...]:
     call_transitions: list[CallTransition] = []
     ct_list = _obj_list(top, "call_transitions")
     _ids(ct_list, "call_transitions")
@@ -305,13 +385,12 @@ def parse_table(raw: Any) -> Table:
             raise _fail(where, f"overlaps another row for ({src}, {event})")
         seen_pairs.add((src, event))
         call_transitions.append(CallTransition(t["id"], src, event, dst))
+    return tuple(call_transitions)
 
-    phase_list = _obj_list(top, "phases")
-    _ids(phase_list, "phases")
-    phases = MappingProxyType(
-        {p["id"]: _bool(_field(p, "locked", f"phases.{p['id']}"), f"phases.{p['id']}.locked") for p in phase_list}
-    )
 
+def _parse_operations(
+    top: Mapping[str, Any], phases: Mapping[str, bool], texts: Mapping[str, str]
+) -> dict[str, OperationSpec]:
     op_list = _obj_list(top, "operations")
     _ids(op_list, "operations")
     operations: dict[str, OperationSpec] = {}
@@ -328,15 +407,13 @@ def parse_table(raw: Any) -> Table:
             for j, m in enumerate(_list(_field(o, "methods", where), f"{where}.methods"))
         )
         operations[o["id"]] = OperationSpec(o["id"], op_phases, methods)
+    return operations
 
-    guards = tuple(_ids(_obj_list(top, "guards"), "guards"))
-    results = tuple(_ids(_obj_list(top, "results"), "results"))
-    reasons = tuple(_ids(_obj_list(top, "reasons"), "reasons"))
-    observed = tuple(_ids(_obj_list(top, "observed"), "observed"))
 
+def _parse_errors(top: Mapping[str, Any]) -> Mapping[str, ErrorSpec]:
     err_list = _obj_list(top, "errors")
     _ids(err_list, "errors", key="code")
-    errors = MappingProxyType(
+    return MappingProxyType(
         {
             e["code"]: ErrorSpec(
                 code=e["code"],
@@ -348,6 +425,13 @@ def parse_table(raw: Any) -> Table:
         }
     )
 
+
+def _parse_effects(
+    top: Mapping[str, Any],
+    run_states: tuple[str, ...],
+    call_events: Mapping[str, str],
+    errors: Mapping[str, ErrorSpec],
+) -> dict[str, EffectSpec]:
     eff_list = _obj_list(top, "effects")
     _ids(eff_list, "effects")
     effects: dict[str, EffectSpec] = {}
@@ -371,14 +455,18 @@ def parse_table(raw: Any) -> Table:
                 for j, x in enumerate(_list(e.get("errors", []), f"{where}.errors"))
             ),
         )
+    return effects
 
-    default = _obj(_field(top, "default", "table"), "default")
-    default_error = _known(_str(_field(default, "raise", "default"), "default.raise"), errors, "default.raise", "error")
-    call_default = _obj(_field(top, "call_default", "table"), "call_default")
-    call_default_error = _known(
-        _str(_field(call_default, "raise", "call_default"), "call_default.raise"), errors, "call_default.raise", "error"
-    )
 
+def _default_raise(top: Mapping[str, Any], key: str, errors: Mapping[str, ErrorSpec]) -> str:
+    """``default`` or ``call_default``: the error an operation (or a call event) with no row raises."""
+    default = _obj(_field(top, key, "table"), key)
+    return _known(_str(_field(default, "raise", key), f"{key}.raise"), errors, f"{key}.raise", "error")
+
+
+def _parse_defaulted(
+    top: Mapping[str, Any], run_states: tuple[str, ...], operations: Mapping[str, OperationSpec]
+) -> frozenset[tuple[str, str]]:
     defaulted: set[tuple[str, str]] = set()
     for i, pair in enumerate(_list(top.get("defaulted", []), "defaulted")):
         p = _obj(pair, f"defaulted[{i}]")
@@ -387,67 +475,7 @@ def parse_table(raw: Any) -> Table:
         _known(state, run_states, f"defaulted[{i}].state", "run state")
         _known(op, operations, f"defaulted[{i}].op", "operation")
         defaulted.add((state, op))
-
-    rows = tuple(
-        _parse_row(
-            index,
-            r,
-            run_states,
-            initial_runs[0],
-            closed,
-            operations,
-            guards,
-            effects,
-            results,
-            reasons,
-            observed,
-            errors,
-        )
-        for index, r in enumerate(_obj_list(top, "transitions"))
-    )
-    _ids([{"id": r.id} for r in rows], "transitions")
-
-    inv_list = _obj_list(top, "invariants")
-    _ids(inv_list, "invariants")
-    invariants = MappingProxyType(
-        {
-            i["id"]: _str(_field(i, "description", f"invariants.{i['id']}"), f"invariants.{i['id']}.description")
-            for i in inv_list
-        }
-    )
-
-    table = Table(
-        version=version,
-        options=options,
-        texts=texts,
-        run_states=run_states,
-        initial_run_state=initial_runs[0],
-        closed_run_states=closed,
-        call_states=call_states,
-        initial_call_state=initial_calls[0],
-        terminal_call_states=terminal,
-        call_events=call_events,
-        call_event_status=call_event_status,
-        call_transitions=tuple(call_transitions),
-        phases=phases,
-        operations=MappingProxyType(operations),
-        guards=guards,
-        effects=MappingProxyType(effects),
-        results=results,
-        reasons=reasons,
-        observed=observed,
-        errors=errors,
-        default_error=default_error,
-        call_default_error=call_default_error,
-        defaulted=frozenset(defaulted),
-        transitions=rows,
-        invariants=invariants,
-    )
-    _check_overlaps(table)
-    _check_phases(table)
-    _check_reachability(table)
-    _check_totality(table)
-    return table
+    return frozenset(defaulted)
 
 
 def _obj_list(top: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
