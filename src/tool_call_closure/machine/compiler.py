@@ -417,29 +417,11 @@ def _emit_operation(out: Writer, table: Table, op: str, code: Code, fields: Fiel
     a context's fields.  Without ``fields`` (the outline), ``run_<op>(ctx)``
     is the operation itself.
     """
-    spec = table.operations[op]
     clash = fields is not None and bool(set(fields.names) & (GENERATED_LOCALS | HELPER_NAMES | set(code.modules)))
     keeps = fields is not None and not clash and code.keeps_locals(_names_used(table, op, code))
     code.fields = fields if keeps else None
     code.declared = set()
-    if fields is None:
-        out.line(f"def run_{op}(ctx):")
-    else:
-        returns = " -> Any" if code.typed else ""
-        out.line(f"def enter_{op}({fields.parameters(code.typed)}){returns}:")
-    out.indent()
-    out.line(docstring_line(f"{op}: {' -> '.join(spec.phases)}."))
-    if fields is None:
-        out.line("closure = ctx.closure")
-    elif keeps:
-        out.line(f"# the fields of a {fields.context}, as locals: the parameters, and what the phases compute")
-        for name, source in fields.working:
-            out.line(fields.declaration(name, source, code.typed))
-        if code.typed:
-            _emit_declarations(out, table, op, code)
-    else:
-        out.line(f"ctx = {fields.context}({fields.arguments()})  # a name it uses is called: it reads the object")
-    out.line("trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None")
+    _emit_opening(out, table, op, code, fields, keeps)
     segments = _segments(table, op)
     position = 0
     while position < len(segments):
@@ -485,6 +467,28 @@ def _emit_operation(out: Writer, table: Table, op: str, code: Code, fields: Fiel
     out.line(f"def run_{op}(ctx: {fields.context}) -> Any:" if code.typed else f"def run_{op}(ctx):")
     out.line(f'    """{op} on a context object: enter_{op} of its inputs."""')
     out.line(f"    return enter_{op}({fields.arguments('ctx.')})")
+
+
+def _emit_opening(out: Writer, table: Table, op: str, code: Code, fields: Fields | None, keeps: bool) -> None:
+    """The ``def`` line, the docstring, the fields (locals, or the context object) and ``trace``; indents."""
+    if fields is None:
+        out.line(f"def run_{op}(ctx):")
+    else:
+        returns = " -> Any" if code.typed else ""
+        out.line(f"def enter_{op}({fields.parameters(code.typed)}){returns}:")
+    out.indent()
+    out.line(docstring_line(f"{op}: {' -> '.join(table.operations[op].phases)}."))
+    if fields is None:
+        out.line("closure = ctx.closure")
+    elif keeps:
+        out.line(f"# the fields of a {fields.context}, as locals: the parameters, and what the phases compute")
+        for name, source in fields.working:
+            out.line(fields.declaration(name, source, code.typed))
+        if code.typed:
+            _emit_declarations(out, table, op, code)
+    else:
+        out.line(f"ctx = {fields.context}({fields.arguments()})  # a name it uses is called: it reads the object")
+    out.line("trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None")
 
 
 def _emit_declarations(out: Writer, table: Table, op: str, code: Code) -> None:

@@ -36,6 +36,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final
 
 from tool_call_closure.absent import ABSENT
@@ -191,22 +192,10 @@ def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None
       planted bug — changes the inlined code exactly as it changes a call;
       builtins stay builtins.
     """
-    if not inspect.isfunction(function) or function.__code__.co_freevars:
+    found = _plain_definition(function)
+    if found is None:
         return None
-    code = function.__code__
-    plain = code.co_argcount == 1 and not code.co_kwonlyargcount and not code.co_posonlyargcount
-    if not plain or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR):
-        return None
-    module = sys.modules.get(function.__module__)
-    if module is None or vars(module) is not function.__globals__:
-        return None
-    try:
-        source = textwrap.dedent(inspect.getsource(function))
-    except (OSError, TypeError):
-        return None
-    definition = ast.parse(source).body[0]
-    if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
-        return None
+    module, definition = found
     body = list(definition.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
@@ -254,6 +243,27 @@ def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None
     origin = f"{function.__module__}.{function.__qualname__}"
     declared = tuple(annotated.annotations.items())
     return Inlined(origin, tuple(map(ast.unparse, statements)), value, declared, tuple(map(ast.unparse, typed)))
+
+
+def _plain_definition(function: Callable[..., Any]) -> tuple[ModuleType, ast.FunctionDef] | None:
+    """The module and the parsed ``def`` of a plain module-level function of one parameter (else ``None``)."""
+    if not inspect.isfunction(function) or function.__code__.co_freevars:
+        return None
+    code = function.__code__
+    plain = code.co_argcount == 1 and not code.co_kwonlyargcount and not code.co_posonlyargcount
+    if not plain or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR):
+        return None
+    module = sys.modules.get(function.__module__)
+    if module is None or vars(module) is not function.__globals__:
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+    definition = ast.parse(source).body[0]
+    if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
+        return None
+    return module, definition
 
 
 class _Renamer(ast.NodeTransformer):

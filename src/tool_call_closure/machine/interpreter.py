@@ -196,26 +196,7 @@ class Machine:
                 )
         # method name -> export format; the public class binds each format to a provider's renderer.
         self.export_format: Mapping[str, str] = {m["python"]: m["format"] for m in table.operations["export"].methods}
-        plans: dict[str, tuple[tuple[bool, tuple[Mapping[str, tuple[CompiledRow, ...]], ...]], ...]] = {}
-        for op_id, op in table.operations.items():
-            segments: list[tuple[bool, list[Mapping[str, tuple[CompiledRow, ...]]]]] = []
-            for phase in op.phases:
-                locked = table.phases[phase]
-                by_state: Mapping[str, tuple[CompiledRow, ...]]
-                if locked:
-                    by_state = {
-                        state: tuple(_compile_row(row, table) for row in table.rows_for(op_id, phase, state))
-                        for state in table.run_states
-                    }
-                else:  # the same rows in every state ("*")
-                    rows = table.rows_for(op_id, phase, table.initial_run_state)
-                    by_state = {"*": tuple(_compile_row(row, table) for row in rows)}
-                if segments and segments[-1][0] == locked:
-                    segments[-1][1].append(by_state)
-                else:
-                    segments.append((locked, [by_state]))
-            plans[op_id] = tuple((locked, tuple(phases)) for locked, phases in segments)
-        self.plans = plans
+        self.plans = _plans(table)
         self.operations: Mapping[str, Operation]
         # What the table's names are bound to, by kind (what the compiler inlines or calls).
         self.implementations: Mapping[str, Mapping[str, Callable[..., Any]]] = implementations()
@@ -347,6 +328,34 @@ class Machine:
         observed = compiled.observed(ctx) if compiled.observed is not None else None
         reject_ctx = cast(RejectContext, ctx)
         return record_rejection(reject_ctx.closure, reject_ctx.reject_generation, compiled.reject, call_id, observed)
+
+
+Plan = tuple[tuple[bool, tuple[Mapping[str, tuple[CompiledRow, ...]], ...]], ...]
+"""An operation's phases as the walk runs them: runs of the same lock status, each phase's rows by run state."""
+
+
+def _plans(table: Table) -> dict[str, Plan]:
+    """Each operation's :data:`Plan` (an unlocked phase's rows are the same in every state: under ``"*"``)."""
+    plans: dict[str, Plan] = {}
+    for op_id, op in table.operations.items():
+        segments: list[tuple[bool, list[Mapping[str, tuple[CompiledRow, ...]]]]] = []
+        for phase in op.phases:
+            locked = table.phases[phase]
+            by_state: Mapping[str, tuple[CompiledRow, ...]]
+            if locked:
+                by_state = {
+                    state: tuple(_compile_row(row, table) for row in table.rows_for(op_id, phase, state))
+                    for state in table.run_states
+                }
+            else:  # the same rows in every state ("*")
+                rows = table.rows_for(op_id, phase, table.initial_run_state)
+                by_state = {"*": tuple(_compile_row(row, table) for row in rows)}
+            if segments and segments[-1][0] == locked:
+                segments[-1][1].append(by_state)
+            else:
+                segments.append((locked, [by_state]))
+        plans[op_id] = tuple((locked, tuple(phases)) for locked, phases in segments)
+    return plans
 
 
 def _state_name(closure: Instance) -> str:
