@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Wall-clock and CPU-time ratios move with whatever else the machine runs;
 instruction counts do not.  This script runs the benchmark's workload
-(``tool-call-closure bench``: the settle loop and the lifecycle) under
+(``benchmarks/bench.py``: the settle loop and the lifecycle) under
 ``valgrind --tool=callgrind`` with collection switched off, and switches it on
 around each measured call only, through callgrind's client requests (a tiny C
 helper compiled on first use into a temporary folder: ``gcc`` and valgrind's
@@ -56,7 +56,8 @@ def _helper(folder: Path) -> Path:
 
 def _subject(name: str) -> Callable[[], Any]:
     if name == "baseline":
-        from tool_call_closure.cli.bench_baseline import LeanClosure
+        sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_baseline, beside this script
+        from bench_baseline import LeanClosure
 
         return LeanClosure
     from tool_call_closure import create_tool_call_closure

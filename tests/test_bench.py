@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tool_call_closure.cli.bench import EXPORTS, NODE_WORKLOAD, QUICK, locate_node_original, memory_per_call, run_suite
+from tool_call_closure.cli.bench import BENCHMARKS, load_benchmark
 from tool_call_closure.cli.main import main
+
+# The benchmark lives in the repository's benchmarks/ folder, not in the package (the command loads it from there).
+bench = load_benchmark()
+assert bench is not None, BENCHMARKS
+EXPORTS, NODE_WORKLOAD, QUICK = bench.EXPORTS, bench.NODE_WORKLOAD, bench.QUICK
+locate_node_original, memory_per_call, run_suite = bench.locate_node_original, bench.memory_per_call, bench.run_suite
 
 
 def test_the_quick_bench_writes_every_figure(tmp_path: Path) -> None:
@@ -70,25 +76,26 @@ def test_memory_is_measured_per_call() -> None:
 def test_the_baseline_does_the_workloads_work() -> None:
     """The baseline is only a fair measuring stick if it produces what the reference produces for the workload."""
     from tool_call_closure import create_tool_call_closure
-    from tool_call_closure.cli.bench import CLOSE_REASON, _calls
-    from tool_call_closure.cli.bench_baseline import LeanClosure
+
+    close_reason, calls_of = bench.CLOSE_REASON, bench._calls
+    from bench_baseline import LeanClosure  # benchmarks/, on sys.path once the benchmark is loaded
 
     exports = {}
     for name, closure in (("reference", create_tool_call_closure()), ("baseline", LeanClosure())):
-        handle = closure.begin(_calls(25)).handle
+        handle = closure.begin(calls_of(25)).handle
         accepted = [
             closure.succeed(handle, f"call_{i}", {"i": i, "ok": True, "text": "x" * 64}) for i in range(1, 25, 3)
         ]
         refused = closure.succeed(handle, "call_1", "again")  # a duplicate: refused by both
         assert all(result is not None and getattr(result, "accepted", True) for result in accepted)
         assert refused is None or refused.accepted is False
-        snapshot = closure.close(handle, CLOSE_REASON)
+        snapshot = closure.close(handle, close_reason)
         exports[name] = [getattr(closure, method)(snapshot) for method in EXPORTS]  # type: ignore[operator]
     assert exports["baseline"] == exports["reference"]
 
 
 def test_the_baseline_refuses_what_the_workload_never_sends() -> None:
-    from tool_call_closure.cli.bench_baseline import LeanClosure
+    from bench_baseline import LeanClosure
 
     closure = LeanClosure()
     for calls in ([{"id": "", "name": "t"}], [{"id": "a", "name": "t"}, {"id": "a", "name": "u"}], [{"id": 1}]):
@@ -103,8 +110,9 @@ def test_the_baseline_refuses_what_the_workload_never_sends() -> None:
 
 
 def test_the_baselines_limits_are_the_tables_defaults() -> None:
+    import bench_baseline
+
     from tool_call_closure import create_tool_call_closure
-    from tool_call_closure.cli import bench_baseline
 
     defaults = create_tool_call_closure().limits
     assert defaults.max_id_bytes == bench_baseline._MAX_ID_BYTES
@@ -122,7 +130,7 @@ def _never(*_args: object, **_kwargs: object) -> object:
 def test_the_bench_refuses_an_output_it_could_not_write_before_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tool_call_closure.cli.bench.run_suite", _never)
+    monkeypatch.setattr(bench, "run_suite", _never)
     for option, path, problem in (
         ("--out", tmp_path / "missing" / "bench.json", "is not an existing directory"),
         ("--out", tmp_path, "is a directory"),
@@ -140,7 +148,7 @@ def test_the_bench_prints_its_figures_when_the_results_file_cannot_be_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The path changed during the run (here: the check is skipped): the figures are shown, the status is 1."""
-    monkeypatch.setattr("tool_call_closure.cli.bench.output_problem", lambda *_args, **_kwargs: None)
+    monkeypatch.setattr(bench, "output_problem", lambda *_args, **_kwargs: None)
     out = tmp_path / "gone" / "bench.json"
     printed, err = io.StringIO(), io.StringIO()
     with redirect_stdout(printed), redirect_stderr(err):
@@ -154,7 +162,7 @@ def test_the_bench_prints_its_figures_when_the_results_file_cannot_be_written(
 def test_a_broken_original_is_reported_in_one_line_before_anything_is_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tool_call_closure.cli.bench.lifecycle_rate", _never)
+    monkeypatch.setattr(bench, "lifecycle_rate", _never)
     for source, error in (
         ('throw new TypeError("broken on load");\n', "TypeError: broken on load"),
         ("module.exports = {};\n", "TypeError: createToolCallClosure is not a function"),
@@ -172,3 +180,27 @@ def test_a_broken_original_is_reported_in_one_line_before_anything_is_measured(
         )
         assert "Traceback" not in err.getvalue()
         assert not (tmp_path / "b.json").exists()
+
+
+def test_the_benchmark_and_its_baseline_are_not_in_the_package() -> None:
+    import tool_call_closure
+
+    package = Path(tool_call_closure.__file__).parent
+    assert not list(package.rglob("bench_baseline.py"))
+    assert not list(package.rglob("bench_workload.cjs"))
+    assert (BENCHMARKS / "bench_baseline.py").is_file()
+    assert (BENCHMARKS / "bench_workload.cjs").is_file()
+
+
+def test_without_the_repository_the_bench_command_says_where_the_benchmark_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import tool_call_closure.cli.bench as command
+
+    assert command.load_benchmark(tmp_path) is None
+    original = command.load_benchmark
+    monkeypatch.setattr(command, "load_benchmark", lambda: original(tmp_path))
+    errors = io.StringIO()
+    with redirect_stderr(errors):
+        assert main(["bench", "--quick"]) == 2
+    assert "python benchmarks/bench.py" in errors.getvalue()
