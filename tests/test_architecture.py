@@ -125,6 +125,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
                 "table",
                 "context",
                 "semantics",
+                "reading",
                 "inliner",
                 "compiler",
                 "module_form",

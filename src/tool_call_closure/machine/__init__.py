@@ -7,6 +7,7 @@ module                    what lives there
 ``context``               what an operation works on: the instance protocol, the run record,
                           one typed context per operation
 ``semantics``             what each guard, effect, result, observed kind and target rule means
+``reading``               reading caller values (``read_key``) and the conversions normalizations share
 ``inliner``               how the generated code writes each name: the semantics' bodies inlined,
                           the context fields as locals, the source writer
 ``compiler``              write the table out as Python: one function per operation (generated at

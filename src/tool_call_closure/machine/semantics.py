@@ -20,18 +20,11 @@ unlocked phases and may run caller code; all other effects run under the lock
 and never call caller code.  Validation effects raise spec errors (see the
 ``errors`` of each effect in the table) and change nothing when they do.
 
-Reading caller values follows one rule, :func:`read_key`, the Python form of
-a JavaScript property read:
-
-* a ``Mapping`` is read by key (``m[key]``; a missing key is absent);
-* any other *object* (not None, not a number, string, bytes, list, tuple or
-  set, not callable) is read by attribute (``getattr``); this is what lets a
-  dataclass or SDK object stand in for a mapping, and what the original does
-  for any object;
-* anything else reads as absent.
-
-Reading may run caller code (``__getitem__``, properties, ``__getattr__``);
-exceptions from it propagate unchanged.
+Reading caller values follows one rule, :func:`~.reading.read_key` (the
+Python form of a JavaScript property read; :mod:`.reading`), as do the
+conversions every normalization shares (bounded strings, content, messages);
+they are imported here, so the generated machine reads them through this
+module (``semantics_.read_key``) and a monkeypatch here reaches both paths.
 """
 
 from __future__ import annotations
@@ -42,13 +35,9 @@ from typing import Any, Final, cast
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import (
     ASCII_JS_WHITESPACE,
-    is_blank,
-    python_text_truncated,
     to_js_string_truncated,
-    truncate_utf8,
-    utf8_length,
 )
-from tool_call_closure.ecma_json import json_stringify, plain_json_text
+from tool_call_closure.ecma_json import plain_json_text
 from tool_call_closure.errors import spec_error
 from tool_call_closure.machine.context import (
     BeginContext,
@@ -63,6 +52,21 @@ from tool_call_closure.machine.context import (
     SnapshotRecord,
     draft_of,
 )
+from tool_call_closure.machine.reading import (
+    MAX_SAFE_INTEGER,
+    bounded_string,
+    error_message_text,
+    is_object,
+    message_text,
+    observed_status,
+    read_key,
+    safe_positive_int,
+    serialize_content,
+)
+from tool_call_closure.machine.reading import SETTLED_STATUSES as _SETTLED_STATUSES
+from tool_call_closure.machine.reading import absent as _absent
+from tool_call_closure.machine.reading import member as _member
+from tool_call_closure.machine.reading import same_plain_string as _same_plain_string
 from tool_call_closure.values import (
     CALL_STATE,
     COMPLETE_RECORD,
@@ -94,8 +98,6 @@ __all__ = [
     "safe_positive_int",
 ]
 
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-_SETTLED_STATUSES: Final = frozenset({"success", "error", "cancelled"})
 _CLOSE_STATUSES: Final = frozenset({"error", "cancelled"})
 _SIDE_EFFECT_STATES: Final = frozenset({"unknown", "not_started"})
 # An outcome's keys are those of a settlement (so a returned settlement may be passed back as an outcome).
@@ -104,122 +106,6 @@ _OUTCOME_KEYS: Final = frozenset(
 )
 _REASON_KEYS: Final = frozenset({"status", "code", "message", "sideEffectState", "side_effect_state"})
 _MAX_KEY_IN_MESSAGE: Final = 128  # UTF-8 bytes of an unknown key quoted in an error message
-# Values that are never "objects" in the original's sense (typeof !== 'object', or an array).
-_NOT_OBJECTS: Final = (str, bytes, bytearray, int, float, complex, list, tuple, set, frozenset, range, memoryview)
-
-
-# --------------------------------------------------------------------------- reading caller values
-
-
-def is_object(value: object) -> bool:
-    """True if ``value`` is an object in the original's sense: a mapping or a plain (non-callable) instance."""
-    if type(value) is dict:
-        return True
-    if value is None or value is ABSENT:
-        return False
-    if issubclass(type(value), Mapping):
-        return True
-    return not issubclass(type(value), _NOT_OBJECTS) and not callable(value)
-
-
-def read_key(value: object, key: str) -> Any:
-    """Read property ``key`` of a caller value (see the module docstring); ``ABSENT`` if it has none."""
-    if type(value) is dict:
-        return value.get(key, ABSENT)
-    if issubclass(type(value), Mapping):
-        try:
-            return cast(Mapping[str, Any], value)[key]
-        except KeyError:
-            return ABSENT
-    if is_object(value):
-        return getattr(value, key, ABSENT)
-    return ABSENT
-
-
-def safe_positive_int(value: object) -> int | None:
-    """``value`` if it is an integer in 1..2**53-1 (bool excluded), else ``None``."""
-    if type(value) is int:
-        return value if 0 < value <= MAX_SAFE_INTEGER else None
-    if issubclass(type(value), int) and not issubclass(type(value), bool):
-        number = int.__index__(cast(int, value))
-        return number if 0 < number <= MAX_SAFE_INTEGER else None
-    return None
-
-
-def bounded_string(value: object, limit: int, argument: str, index: int = -1) -> str:
-    """The original's boundedString: a non-blank string within ``limit`` UTF-8 bytes, as an exact ``str``.
-
-    ``argument`` names the value in error messages; with ``index`` >= 0 it is
-    the field of ``calls[index]`` (the name is only built when an error is raised).
-    """
-    if type(value) is not str:
-        if not issubclass(type(value), str):
-            raise spec_error("string_empty", argument=_argument(argument, index))
-        value = str.__str__(value)  # a str subclass: its plain value, no caller code
-    if is_blank(value):
-        raise spec_error("string_empty", argument=_argument(argument, index))
-    if (len(value) if value.isascii() else utf8_length(value)) > limit:
-        raise spec_error("string_too_long", argument=_argument(argument, index), limit=limit)
-    return value
-
-
-def _argument(argument: str, index: int) -> str:
-    return argument if index < 0 else f"calls[{index}].{argument}"
-
-
-def _absent(value: object) -> bool:
-    return value is None or value is ABSENT
-
-
-def _member(value: object, allowed: frozenset[str]) -> str | None:
-    """``value`` as an exact str if it is one of ``allowed``, else ``None``."""
-    if type(value) is str:
-        return value if value in allowed else None
-    if issubclass(type(value), str):
-        plain = str.__str__(value)
-        return plain if plain in allowed else None
-    return None
-
-
-def _same_plain_string(left: object, right: object) -> bool:
-    """Both are strings with the same plain value (compared without running a str subclass's __eq__)."""
-    return issubclass(type(left), str) and issubclass(type(right), str) and str.__str__(left) == str.__str__(right)
-
-
-def observed_status(status: object) -> str | None:
-    """SET-3: the status a rejection reports before normalization."""
-    if _absent(status):
-        return None
-    return _member(status, _SETTLED_STATUSES) or "invalid"
-
-
-def serialize_content(content: object, limit: int) -> str:
-    """NORM-8: strings pass through unquoted; everything else becomes its JSON text; then the byte limit."""
-    if type(content) is str:
-        text = content
-    elif issubclass(type(content), str):
-        text = str.__str__(content)
-    else:
-        text = json_stringify(content, limit)  # the limit is a budget: stops at the first byte past it
-    if (len(text) if text.isascii() else utf8_length(text)) > limit:
-        raise spec_error("content_too_large", limit=limit)
-    return text
-
-
-def message_text(value: object, default: str, limit: int) -> str:
-    """NORM-6: an absent message takes the default; anything else is converted as String() does; then truncated."""
-    return truncate_utf8(default, limit) if _absent(value) else to_js_string_truncated(value, limit)
-
-
-def error_message_text(error: object, default: str, limit: int) -> str:
-    """``fail``'s error: an exception gives its text, anything else converts as a message (deviation D3)."""
-    if issubclass(type(error), BaseException):  # by type(), not a __class__ the error claims (spec §3)
-        # Caller code; a str subclass it returns counts plain (D5).  Deviation D11: an exception without text
-        # (TimeoutError()) is named by its class, never stored as "".  Whether the text is empty is decided
-        # before truncation: a text that truncates to nothing ("Ü" in 1 byte) is stored as the original
-        # stores it, "", and the class name is truncated like any text ("E" in 1 byte).
-        return python_text_truncated(error, limit, if_empty=type(error).__name__)
-    return message_text(error, default, limit)
 
 
 # --------------------------------------------------------------------------- guards
