@@ -328,7 +328,7 @@ def test_I9_a_signal_handler_raising_inside_a_close_of_400_calls_changes_nothing
 _REENTRY_PRELUDE = """
 import gc, signal, sys, weakref
 from tool_call_closure import ToolCallClosure, UsageError
-from tool_call_closure.machine.interpreter import Machine
+from tool_call_closure.machine import semantics
 
 closure = ToolCallClosure()
 handle = closure.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]).handle
@@ -341,12 +341,13 @@ def call_back(where):
     except UsageError as exc:
         seen.append(where + ": " + exc.code)
 
-real = Machine.apply_call_event
+# A step of succeed's commit, under the lock (the result is built before the install): read through semantics.
+real = semantics.accepted_view
 def under_lock(action):
-    def patched(self, *args):
+    def patched(*args):
         action()
-        return real(self, *args)
-    Machine.apply_call_event = patched
+        return real(*args)
+    semantics.accepted_view = patched
 """
 
 _REENTRY_CASES = {
@@ -387,7 +388,7 @@ def test_reentry_while_locked_raises_reentrant_call_instead_of_deadlocking(case:
         _REENTRY_PRELUDE
         + _REENTRY_CASES[case]
         + textwrap.dedent("""
-        Machine.apply_call_event = real
+        semantics.accepted_view = real
         print(seen)
         print(type(result).__name__ if not isinstance(result, BaseException) else result)
         print(closure.seal(handle).__class__.__name__, closure.succeed(handle, "b", "ok").accepted)
@@ -417,7 +418,7 @@ def test_a_signal_handler_reentering_aborts_the_interrupted_operation_cleanly() 
             closure.succeed(handle, "a", "ok")
         except UsageError as exc:
             print(exc.code)
-        Machine.apply_call_event = real
+        semantics.accepted_view = real
         print([call.state for call in closure.snapshot().calls])
         print(closure.succeed(handle, "a", "ok").accepted)
     """)
@@ -636,7 +637,9 @@ def test_an_error_is_judged_by_its_real_class_not_a_claimed_one(monkeypatch: pyt
             return "plain object"
 
     converted: list[object] = []
-    monkeypatch.setattr(semantics, "message_text", lambda value, default, limit: converted.append(value) or "m")
+    from tool_call_closure.machine import reading  # where error_message_text and message_text live
+
+    monkeypatch.setattr(reading, "message_text", lambda value, default, limit: converted.append(value) or "m")
     assert semantics.error_message_text(Claims(), "default", 100) == "m"
     assert ran == []  # the claimed class was never asked for
     assert len(converted) == 1  # converted as a message, not formatted as an exception
