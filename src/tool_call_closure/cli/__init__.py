@@ -7,8 +7,9 @@ module              what lives there
 ``outputs``         the output paths a long command writes, checked before it
                     runs
 ``demo``            ``demo``: the guarantees shown on a scripted batch
-``bench``           ``bench``: the benchmark against the original on Node
-``bench_baseline``  the hand-written closure the benchmark compares against
+``bench``           ``bench``: runs the repository's ``benchmarks/bench.py`` (the benchmark
+                    against the original on Node and the hand-written baseline,
+                    kept out of the wheel) when the checkout is found
 ==================  ==========================================================
 """
 
