@@ -6,11 +6,13 @@ The contracts live in ``pyproject.toml`` (``[tool.importlinter]``); the README's
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import grimp
@@ -236,3 +238,30 @@ def test_the_kits_entry_points_import_from_the_package_on_first_use() -> None:
         check=True,
     ).stdout
     assert loaded.strip() == "[]"
+
+
+MAX_MODULE_LINES = 700
+MAX_FUNCTION_LINES = 80
+# Generated code is exempt: it is read as the table's rendering, one function per operation.
+GENERATED = {"machine/generated.py"}
+
+
+def _sizes() -> Iterator[tuple[str, str, int]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        if name in GENERATED:
+            continue
+        text = path.read_text(encoding="utf-8")
+        yield name, "module", len(text.splitlines())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
+                yield name, node.name, node.end_lineno - node.lineno + 1
+
+
+def test_every_module_and_function_is_one_a_reader_can_hold_in_mind() -> None:
+    too_long = [
+        f"{name}: {what} has {lines} lines"
+        for name, what, lines in _sizes()
+        if lines > (MAX_MODULE_LINES if what == "module" else MAX_FUNCTION_LINES)
+    ]
+    assert too_long == []

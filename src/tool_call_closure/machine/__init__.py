@@ -4,6 +4,8 @@
 module                    what lives there
 ========================  ==================================================================
 ``table``                 load ``spec/machine.json`` and refuse a table that could not run faithfully
+``table_types``           the validated table as frozen values (rows, effects, operations …)
+``table_reading``         the typed readers of the table's JSON, each naming the path it refuses
 ``context``               what an operation works on: the instance protocol, the run record,
                           one typed context per operation
 ``semantics``             what each guard, effect, result, observed kind and target rule means
@@ -18,7 +20,7 @@ module                    what lives there
 ``interpreter``           compile the table into dispatch tuples, walk it (the definition), and
                           bind the compiled operations; ``TCC_MACHINE=walk`` runs the walk instead
 ``regenerate``            write ``generated.py``, or check that it is current
-``diagram``               the table's state diagrams (Mermaid), as the README shows them
+``diagram``               the table's renderings for readers: state diagrams, the one-row-per-line listing
 ========================  ==================================================================
 
 Values, ECMAScript rules and errors sit below this package; the public class

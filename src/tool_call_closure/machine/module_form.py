@@ -73,7 +73,7 @@ def module_source(
 ) -> str:
     """The compiled table as a module of its own: imports, annotations, and the digests it was generated from.
 
-    The same functions :func:`generate_source` writes, with the parameters
+    The same functions :func:`.compiler.generate_source` writes, with the parameters
     and working fields annotated as the context classes declare them, the
     helpers and the modules inlined bodies read imported by name, and every
     called implementation bound from its own module.  Unwrapped: the

@@ -33,12 +33,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
 from tool_call_closure.errors import TableError
+from tool_call_closure.machine.table_reading import (
+    bool_at,
+    catalogue_at,
+    fail,
+    field,
+    ids_at,
+    known,
+    list_at,
+    obj_at,
+    obj_list,
+    one_of,
+    positive_int,
+    str_at,
+)
+from tool_call_closure.machine.table_types import (
+    CallTransition,
+    EffectSpec,
+    ErrorSpec,
+    OperationSpec,
+    OptionSpec,
+    Row,
+    RowResult,
+    Table,
+)
 from tool_call_closure.spec_files import SpecFileMissingError, machine_text, spec_path
 
 __all__ = [
@@ -60,165 +83,6 @@ __all__ = [
 FORMAT: Final = "tool-call-closure.machine/1"
 
 
-@dataclass(frozen=True, slots=True)
-class OptionSpec:
-    id: str
-    python: str
-    default: int
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorSpec:
-    code: str
-    kind: str
-    message: str
-    match: str
-
-
-@dataclass(frozen=True, slots=True)
-class OperationSpec:
-    id: str
-    phases: tuple[str, ...]
-    methods: tuple[Mapping[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class EffectSpec:
-    id: str
-    caller_code: bool
-    runs_operation: bool  # it performs an operation of its own, which takes the lock
-    writes: str  # "current_run" | "new_run" | "none"
-    run_to: str | None
-    call_event: str | None
-    errors: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RowResult:
-    """What a firing row ends the operation with; ``kind`` is reject, raise or return."""
-
-    kind: str
-    name: str
-    call_id: str | None = None  # reject only: "argument" | "none"
-    observed: str | None = None  # reject only: an id from the observed list
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    id: str
-    op: str
-    phase: str
-    from_states: tuple[str, ...]
-    guard: str | None
-    effects: tuple[str, ...]
-    to: tuple[str, ...]  # () unchanged; one state; or the allowed targets of a dynamic move
-    to_by: str | None
-    result: RowResult | None
-    catalogue: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CallTransition:
-    id: str
-    from_state: str
-    event: str
-    to: str
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """The validated table; every collection is immutable."""
-
-    version: str
-    options: tuple[OptionSpec, ...]
-    texts: Mapping[str, str]
-    run_states: tuple[str, ...]
-    initial_run_state: str
-    closed_run_states: frozenset[str]
-    call_states: tuple[str, ...]
-    initial_call_state: str
-    terminal_call_states: frozenset[str]
-    call_events: Mapping[str, str]  # event id -> provenance
-    call_event_status: Mapping[str, str]  # event id -> the call state it gives
-    call_transitions: tuple[CallTransition, ...]
-    phases: Mapping[str, bool]  # phase id -> locked
-    operations: Mapping[str, OperationSpec]
-    guards: tuple[str, ...]
-    effects: Mapping[str, EffectSpec]
-    results: tuple[str, ...]
-    reasons: tuple[str, ...]
-    observed: tuple[str, ...]
-    errors: Mapping[str, ErrorSpec]
-    default_error: str
-    call_default_error: str
-    defaulted: frozenset[tuple[str, str]]
-    transitions: tuple[Row, ...]
-    invariants: Mapping[str, str]
-
-    def rows_for(self, op: str, phase: str, state: str) -> tuple[Row, ...]:
-        """The rows of ``op`` in ``phase`` that apply to run state ``state``, in table order."""
-        return tuple(r for r in self.transitions if r.op == op and r.phase == phase and state in r.from_states)
-
-
-# --------------------------------------------------------------------------- parsing helpers
-
-
-def _fail(where: str, problem: str) -> TableError:
-    return TableError(f"invalid transition table: {where}: {problem}", code="table_invalid")
-
-
-def _obj(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(where, "must be an object")
-    return value
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise _fail(where, "must be an array")
-    return value
-
-
-def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise _fail(where, "must be a non-empty string")
-    return value
-
-
-def _bool(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise _fail(where, "must be true or false")
-    return value
-
-
-def _field(obj: Mapping[str, Any], key: str, where: str) -> Any:
-    if key not in obj:
-        raise _fail(where, f"missing field {key!r}")
-    return obj[key]
-
-
-def _ids(items: Sequence[Mapping[str, Any]], where: str, key: str = "id") -> list[str]:
-    seen: list[str] = []
-    for index, item in enumerate(items):
-        ident = _str(_field(item, key, f"{where}[{index}]"), f"{where}[{index}].{key}")
-        if ident in seen:
-            raise _fail(where, f"duplicate id {ident!r}")
-        seen.append(ident)
-    return seen
-
-
-def _known(name: str, known: Sequence[str] | frozenset[str] | Mapping[str, Any], where: str, what: str) -> str:
-    if name not in known:
-        raise _fail(where, f"unknown {what} {name!r}")
-    return name
-
-
-def _catalogue(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    return tuple(_str(v, f"{where}[{i}]") for i, v in enumerate(_list(value, where)))
-
-
 # --------------------------------------------------------------------------- parse + validate
 
 
@@ -229,27 +93,27 @@ def parse_table(raw: Any) -> Table:
     The sections are read in the order the file declares them, each by a
     function of its own; the checks across sections come last.
     """
-    top = _obj(raw, "table")
+    top = obj_at(raw, "table")
     if top.get("format") != FORMAT:
-        raise _fail("format", f"must be {FORMAT!r}")
-    version = _str(_field(top, "version", "table"), "version")
+        raise fail("format", f"must be {FORMAT!r}")
+    version = str_at(field(top, "version", "table"), "version")
     options = _parse_options(top)
-    texts_raw = _obj(_field(top, "texts", "table"), "texts")
-    texts = MappingProxyType({k: _str(v, f"texts.{k}") for k, v in texts_raw.items()})
+    texts_raw = obj_at(field(top, "texts", "table"), "texts")
+    texts = MappingProxyType({k: str_at(v, f"texts.{k}") for k, v in texts_raw.items()})
     run_states, initial_run, closed = _parse_states(top, "run_states", "closed", "closed")
     call_states, initial_call, terminal = _parse_states(top, "call_states", "terminal", "terminal")
     call_events, call_event_status = _parse_call_events(top, call_states)
     call_transitions = _parse_call_transitions(top, call_states, call_events, call_event_status, terminal)
-    phase_list = _obj_list(top, "phases")
-    _ids(phase_list, "phases")
+    phase_list = obj_list(top, "phases")
+    ids_at(phase_list, "phases")
     phases = MappingProxyType(
-        {p["id"]: _bool(_field(p, "locked", f"phases.{p['id']}"), f"phases.{p['id']}.locked") for p in phase_list}
+        {p["id"]: bool_at(field(p, "locked", f"phases.{p['id']}"), f"phases.{p['id']}.locked") for p in phase_list}
     )
     operations = _parse_operations(top, phases, texts)
-    guards = tuple(_ids(_obj_list(top, "guards"), "guards"))
-    results = tuple(_ids(_obj_list(top, "results"), "results"))
-    reasons = tuple(_ids(_obj_list(top, "reasons"), "reasons"))
-    observed = tuple(_ids(_obj_list(top, "observed"), "observed"))
+    guards = tuple(ids_at(obj_list(top, "guards"), "guards"))
+    results = tuple(ids_at(obj_list(top, "results"), "results"))
+    reasons = tuple(ids_at(obj_list(top, "reasons"), "reasons"))
+    observed = tuple(ids_at(obj_list(top, "observed"), "observed"))
     errors = _parse_errors(top)
     effects = _parse_effects(top, run_states, call_events, errors)
     default_error = _default_raise(top, "default", errors)
@@ -259,14 +123,14 @@ def parse_table(raw: Any) -> Table:
         _parse_row(
             index, r, run_states, initial_run, closed, operations, guards, effects, results, reasons, observed, errors
         )
-        for index, r in enumerate(_obj_list(top, "transitions"))
+        for index, r in enumerate(obj_list(top, "transitions"))
     )
-    _ids([{"id": r.id} for r in rows], "transitions")
-    inv_list = _obj_list(top, "invariants")
-    _ids(inv_list, "invariants")
+    ids_at([{"id": r.id} for r in rows], "transitions")
+    inv_list = obj_list(top, "invariants")
+    ids_at(inv_list, "invariants")
     invariants = MappingProxyType(
         {
-            i["id"]: _str(_field(i, "description", f"invariants.{i['id']}"), f"invariants.{i['id']}.description")
+            i["id"]: str_at(field(i, "description", f"invariants.{i['id']}"), f"invariants.{i['id']}.description")
             for i in inv_list
         }
     )
@@ -307,13 +171,13 @@ def parse_table(raw: Any) -> Table:
 def _parse_options(top: Mapping[str, Any]) -> tuple[OptionSpec, ...]:
     options = tuple(
         OptionSpec(
-            id=_str(_field(o, "id", f"options[{i}]"), f"options[{i}].id"),
-            python=_str(_field(o, "python", f"options[{i}]"), f"options[{i}].python"),
-            default=_positive_int(_field(o, "default", f"options[{i}]"), f"options[{i}].default"),
+            id=str_at(field(o, "id", f"options[{i}]"), f"options[{i}].id"),
+            python=str_at(field(o, "python", f"options[{i}]"), f"options[{i}].python"),
+            default=positive_int(field(o, "default", f"options[{i}]"), f"options[{i}].default"),
         )
-        for i, o in enumerate(_obj_list(top, "options"))
+        for i, o in enumerate(obj_list(top, "options"))
     )
-    _ids([{"id": o.id} for o in options], "options")
+    ids_at([{"id": o.id} for o in options], "options")
     return options
 
 
@@ -321,14 +185,14 @@ def _parse_states(
     top: Mapping[str, Any], key: str, flag: str, what: str
 ) -> tuple[tuple[str, ...], str, frozenset[str]]:
     """``run_states`` or ``call_states``: the ids, the one initial state, and those marked ``flag`` (never it)."""
-    listed = _obj_list(top, key)
-    states = tuple(_ids(listed, key))
-    initial = [s["id"] for s in listed if _bool(s.get("initial", False), f"{key}.{s['id']}.initial")]
+    listed = obj_list(top, key)
+    states = tuple(ids_at(listed, key))
+    initial = [s["id"] for s in listed if bool_at(s.get("initial", False), f"{key}.{s['id']}.initial")]
     if len(initial) != 1:
-        raise _fail(key, "exactly one state must be initial")
-    flagged = frozenset(s["id"] for s in listed if _bool(s.get(flag, False), f"{key}.{s['id']}.{flag}"))
+        raise fail(key, "exactly one state must be initial")
+    flagged = frozenset(s["id"] for s in listed if bool_at(s.get(flag, False), f"{key}.{s['id']}.{flag}"))
     if initial[0] in flagged:
-        raise _fail(key, f"the initial state cannot be {what}")
+        raise fail(key, f"the initial state cannot be {what}")
     return states, initial[0], flagged
 
 
@@ -336,18 +200,18 @@ def _parse_call_events(
     top: Mapping[str, Any], call_states: tuple[str, ...]
 ) -> tuple[Mapping[str, str], Mapping[str, str]]:
     """Each call event's provenance, and the call state (status) it settles a call as."""
-    event_list = _obj_list(top, "call_events")
-    _ids(event_list, "call_events")
+    event_list = obj_list(top, "call_events")
+    ids_at(event_list, "call_events")
     call_events = MappingProxyType(
         {
-            e["id"]: _one_of(e.get("provenance"), ("reported", "synthetic"), f"call_events.{e['id']}.provenance")
+            e["id"]: one_of(e.get("provenance"), ("reported", "synthetic"), f"call_events.{e['id']}.provenance")
             for e in event_list
         }
     )
     call_event_status = MappingProxyType(
         {
-            e["id"]: _known(
-                _str(e.get("status"), f"call_events.{e['id']}.status"),
+            e["id"]: known(
+                str_at(e.get("status"), f"call_events.{e['id']}.status"),
                 call_states,
                 f"call_events.{e['id']}.status",
                 "call state",
@@ -366,23 +230,21 @@ def _parse_call_transitions(
     terminal: frozenset[str],
 ) -> tuple[CallTransition, ...]:
     call_transitions: list[CallTransition] = []
-    ct_list = _obj_list(top, "call_transitions")
-    _ids(ct_list, "call_transitions")
+    ct_list = obj_list(top, "call_transitions")
+    ids_at(ct_list, "call_transitions")
     seen_pairs: set[tuple[str, str]] = set()
     for t in ct_list:
         where = f"call_transitions.{t['id']}"
-        src = _known(_str(_field(t, "from", where), f"{where}.from"), call_states, f"{where}.from", "call state")
-        event = _known(_str(_field(t, "event", where), f"{where}.event"), call_events, f"{where}.event", "call event")
-        dst = _known(_str(_field(t, "to", where), f"{where}.to"), call_states, f"{where}.to", "call state")
+        src = known(str_at(field(t, "from", where), f"{where}.from"), call_states, f"{where}.from", "call state")
+        event = known(str_at(field(t, "event", where), f"{where}.event"), call_events, f"{where}.event", "call event")
+        dst = known(str_at(field(t, "to", where), f"{where}.to"), call_states, f"{where}.to", "call state")
         if src in terminal:
-            raise _fail(where, f"exit from terminal call state {src!r}")
+            raise fail(where, f"exit from terminal call state {src!r}")
         if dst != call_event_status[event]:
             # A call's state is its settlement's status: exports decide is_error from the state.
-            raise _fail(
-                where, f"event {event!r} settles a call as {call_event_status[event]!r} but moves it to {dst!r}"
-            )
+            raise fail(where, f"event {event!r} settles a call as {call_event_status[event]!r} but moves it to {dst!r}")
         if (src, event) in seen_pairs:
-            raise _fail(where, f"overlaps another row for ({src}, {event})")
+            raise fail(where, f"overlaps another row for ({src}, {event})")
         seen_pairs.add((src, event))
         call_transitions.append(CallTransition(t["id"], src, event, dst))
     return tuple(call_transitions)
@@ -391,35 +253,35 @@ def _parse_call_transitions(
 def _parse_operations(
     top: Mapping[str, Any], phases: Mapping[str, bool], texts: Mapping[str, str]
 ) -> dict[str, OperationSpec]:
-    op_list = _obj_list(top, "operations")
-    _ids(op_list, "operations")
+    op_list = obj_list(top, "operations")
+    ids_at(op_list, "operations")
     operations: dict[str, OperationSpec] = {}
     for o in op_list:
         where = f"operations.{o['id']}"
         op_phases = tuple(
-            _known(_str(p, f"{where}.phases[{j}]"), phases, f"{where}.phases[{j}]", "phase")
-            for j, p in enumerate(_list(_field(o, "phases", where), f"{where}.phases"))
+            known(str_at(p, f"{where}.phases[{j}]"), phases, f"{where}.phases[{j}]", "phase")
+            for j, p in enumerate(list_at(field(o, "phases", where), f"{where}.phases"))
         )
         if list(op_phases) != sorted(op_phases, key=list(phases).index) or len(set(op_phases)) != len(op_phases):
-            raise _fail(where, "phases must be distinct and in the order the phases list declares")
+            raise fail(where, "phases must be distinct and in the order the phases list declares")
         methods = tuple(
             _method(m, f"{where}.methods[{j}]", texts)
-            for j, m in enumerate(_list(_field(o, "methods", where), f"{where}.methods"))
+            for j, m in enumerate(list_at(field(o, "methods", where), f"{where}.methods"))
         )
         operations[o["id"]] = OperationSpec(o["id"], op_phases, methods)
     return operations
 
 
 def _parse_errors(top: Mapping[str, Any]) -> Mapping[str, ErrorSpec]:
-    err_list = _obj_list(top, "errors")
-    _ids(err_list, "errors", key="code")
+    err_list = obj_list(top, "errors")
+    ids_at(err_list, "errors", key="code")
     return MappingProxyType(
         {
             e["code"]: ErrorSpec(
                 code=e["code"],
-                kind=_one_of(e.get("kind"), ("TypeError", "RangeError"), f"errors.{e['code']}.kind"),
-                message=_str(_field(e, "message", f"errors.{e['code']}"), f"errors.{e['code']}.message"),
-                match=_one_of(e.get("match", "exact"), ("exact", "prefix"), f"errors.{e['code']}.match"),
+                kind=one_of(e.get("kind"), ("TypeError", "RangeError"), f"errors.{e['code']}.kind"),
+                message=str_at(field(e, "message", f"errors.{e['code']}"), f"errors.{e['code']}.message"),
+                match=one_of(e.get("match", "exact"), ("exact", "prefix"), f"errors.{e['code']}.match"),
             )
             for e in err_list
         }
@@ -432,27 +294,27 @@ def _parse_effects(
     call_events: Mapping[str, str],
     errors: Mapping[str, ErrorSpec],
 ) -> dict[str, EffectSpec]:
-    eff_list = _obj_list(top, "effects")
-    _ids(eff_list, "effects")
+    eff_list = obj_list(top, "effects")
+    ids_at(eff_list, "effects")
     effects: dict[str, EffectSpec] = {}
     for e in eff_list:
         where = f"effects.{e['id']}"
         run_to = e.get("run_to")
         if run_to is not None:
-            _known(_str(run_to, f"{where}.run_to"), run_states, f"{where}.run_to", "run state")
+            known(str_at(run_to, f"{where}.run_to"), run_states, f"{where}.run_to", "run state")
         call_event = e.get("call_event")
         if call_event is not None:
-            _check_event_pattern(_str(call_event, f"{where}.call_event"), call_events, f"{where}.call_event")
+            _check_event_pattern(str_at(call_event, f"{where}.call_event"), call_events, f"{where}.call_event")
         effects[e["id"]] = EffectSpec(
             id=e["id"],
-            caller_code=_bool(_field(e, "caller_code", where), f"{where}.caller_code"),
-            runs_operation=_bool(e.get("runs_operation", False), f"{where}.runs_operation"),
-            writes=_one_of(e.get("writes", "none"), ("current_run", "new_run", "none"), f"{where}.writes"),
+            caller_code=bool_at(field(e, "caller_code", where), f"{where}.caller_code"),
+            runs_operation=bool_at(e.get("runs_operation", False), f"{where}.runs_operation"),
+            writes=one_of(e.get("writes", "none"), ("current_run", "new_run", "none"), f"{where}.writes"),
             run_to=run_to,
             call_event=call_event,
             errors=tuple(
-                _known(_str(x, f"{where}.errors[{j}]"), errors, f"{where}.errors[{j}]", "error")
-                for j, x in enumerate(_list(e.get("errors", []), f"{where}.errors"))
+                known(str_at(x, f"{where}.errors[{j}]"), errors, f"{where}.errors[{j}]", "error")
+                for j, x in enumerate(list_at(e.get("errors", []), f"{where}.errors"))
             ),
         )
     return effects
@@ -460,59 +322,122 @@ def _parse_effects(
 
 def _default_raise(top: Mapping[str, Any], key: str, errors: Mapping[str, ErrorSpec]) -> str:
     """``default`` or ``call_default``: the error an operation (or a call event) with no row raises."""
-    default = _obj(_field(top, key, "table"), key)
-    return _known(_str(_field(default, "raise", key), f"{key}.raise"), errors, f"{key}.raise", "error")
+    default = obj_at(field(top, key, "table"), key)
+    return known(str_at(field(default, "raise", key), f"{key}.raise"), errors, f"{key}.raise", "error")
 
 
 def _parse_defaulted(
     top: Mapping[str, Any], run_states: tuple[str, ...], operations: Mapping[str, OperationSpec]
 ) -> frozenset[tuple[str, str]]:
     defaulted: set[tuple[str, str]] = set()
-    for i, pair in enumerate(_list(top.get("defaulted", []), "defaulted")):
-        p = _obj(pair, f"defaulted[{i}]")
-        state = _str(_field(p, "state", f"defaulted[{i}]"), f"defaulted[{i}].state")
-        op = _str(_field(p, "op", f"defaulted[{i}]"), f"defaulted[{i}].op")
-        _known(state, run_states, f"defaulted[{i}].state", "run state")
-        _known(op, operations, f"defaulted[{i}].op", "operation")
+    for i, pair in enumerate(list_at(top.get("defaulted", []), "defaulted")):
+        p = obj_at(pair, f"defaulted[{i}]")
+        state = str_at(field(p, "state", f"defaulted[{i}]"), f"defaulted[{i}].state")
+        op = str_at(field(p, "op", f"defaulted[{i}]"), f"defaulted[{i}].op")
+        known(state, run_states, f"defaulted[{i}].state", "run state")
+        known(op, operations, f"defaulted[{i}].op", "operation")
         defaulted.add((state, op))
     return frozenset(defaulted)
-
-
-def _obj_list(top: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    return [_obj(item, f"{key}[{i}]") for i, item in enumerate(_list(_field(top, key, "table"), key))]
 
 
 def _method(value: Any, where: str, texts: Mapping[str, str]) -> Mapping[str, str]:
     # A method entry names the Python method and the protocol method of one operation form;
     # its other keys (status, default_code, format) are read by the semantics and the server.
-    method = _obj(value, where)
+    method = obj_at(value, where)
     for key in ("python", "protocol"):
-        _field(method, key, where)
-    checked = MappingProxyType({k: _str(v, f"{where}.{k}") for k, v in method.items()})
+        field(method, key, where)
+    checked = MappingProxyType({k: str_at(v, f"{where}.{k}") for k, v in method.items()})
     if "default_code" in checked:
-        _known(checked["default_code"], texts, f"{where}.default_code", "text")
+        known(checked["default_code"], texts, f"{where}.default_code", "text")
     return checked
-
-
-def _positive_int(value: Any, where: str) -> int:
-    if type(value) is not int or value < 1:
-        raise _fail(where, "must be a positive integer")
-    return value
-
-
-def _one_of(value: Any, allowed: tuple[str, ...], where: str) -> str:
-    if value not in allowed:
-        raise _fail(where, f"must be one of {', '.join(allowed)}")
-    return str(value)
 
 
 def _check_event_pattern(pattern: str, events: Mapping[str, str], where: str) -> None:
     # "report_<status>" names the family report_success / report_error / report_cancelled.
     if "<status>" in pattern:
         if not any(e.startswith(pattern.replace("<status>", "")) for e in events):
-            raise _fail(where, f"call_event {pattern!r} matches no call event")
+            raise fail(where, f"call_event {pattern!r} matches no call event")
     elif pattern not in events:
-        raise _fail(where, f"unknown call event {pattern!r}")
+        raise fail(where, f"unknown call event {pattern!r}")
+
+
+def _row_targets(r: Mapping[str, Any], where: str, run_states: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
+    """A row's target: none (unchanged), one state, or several with the rule that picks one (``to_by``)."""
+    raw_to = r.get("to")
+    if raw_to is None:
+        to: tuple[str, ...] = ()
+    elif isinstance(raw_to, str):
+        to = (known(raw_to, run_states, f"{where}.to", "run state"),)
+    else:
+        to = tuple(
+            known(str_at(s, f"{where}.to[{j}]"), run_states, f"{where}.to[{j}]", "run state")
+            for j, s in enumerate(list_at(raw_to, f"{where}.to"))
+        )
+        if len(to) < 2:
+            raise fail(where, "a list of targets needs at least two states (use a string for one)")
+    to_by = r.get("to_by")
+    if (len(to) > 1) != (to_by is not None):
+        raise fail(where, "to_by is required exactly when to lists several states")
+    if to_by is not None:
+        str_at(to_by, f"{where}.to_by")
+    return to, to_by
+
+
+def _check_row_writes(
+    where: str,
+    row_effects: tuple[str, ...],
+    effects: Mapping[str, EffectSpec],
+    from_states: tuple[str, ...],
+    moves: bool,
+    initial: str,
+    closed: frozenset[str],
+) -> None:
+    """Refuse a row that writes a generation that is not there, or leaves a closed state without a new one."""
+    writes = {effects[e].writes for e in row_effects}
+    if "current_run" in writes and any(s in closed or s == initial for s in from_states):
+        bad = next(s for s in from_states if s in closed or s == initial)
+        raise fail(where, f"rewrites the current generation in state {bad!r} (there is none, or it is closed for good)")
+    if moves and "new_run" not in writes and any(s in closed for s in from_states):
+        bad = next(s for s in from_states if s in closed)
+        raise fail(where, f"exit from closed state {bad!r} without start_generation")
+    closing = [i for i, e in enumerate(row_effects) if effects[e].run_to is not None]
+    if moves and closing and not any(effects[e].writes == "new_run" for e in row_effects[closing[-1] + 1 :]):
+        closer = row_effects[closing[-1]]
+        raise fail(where, f"moves the generation {closer!r} closed (exit from a closed state without start_generation)")
+
+
+def _row_result(
+    raw_result: Any,
+    where: str,
+    reasons: tuple[str, ...],
+    observed: tuple[str, ...],
+    errors: Mapping[str, ErrorSpec],
+    results: tuple[str, ...],
+) -> RowResult | None:
+    """What a firing row ends the operation with: a rejection, an error raised, a result returned, or nothing."""
+    result: RowResult | None = None
+    if raw_result is not None:
+        res = obj_at(raw_result, f"{where}.result")
+        kinds = [k for k in ("reject", "raise", "return") if k in res]
+        if len(kinds) != 1:
+            raise fail(where, "result must have exactly one of reject, raise, return")
+        kind = kinds[0]
+        name = str_at(res[kind], f"{where}.result.{kind}")
+        if kind == "reject":
+            known(name, reasons, f"{where}.result.reject", "reason")
+            call_id = one_of(res.get("call_id"), ("argument", "none"), f"{where}.result.call_id")
+            obs = known(
+                str_at(res.get("observed"), f"{where}.result.observed"),
+                observed,
+                f"{where}.result.observed",
+                "observed kind",
+            )
+            result = RowResult(kind, name, call_id, obs)
+        elif kind == "raise":
+            result = RowResult(kind, known(name, errors, f"{where}.result.raise", "error"))
+        else:
+            result = RowResult(kind, known(name, results, f"{where}.result.return", "result"))
+    return result
 
 
 def _parse_row(
@@ -529,88 +454,36 @@ def _parse_row(
     observed: tuple[str, ...],
     errors: Mapping[str, ErrorSpec],
 ) -> Row:
-    rid = _str(_field(r, "id", f"transitions[{index}]"), f"transitions[{index}].id")
+    rid = str_at(field(r, "id", f"transitions[{index}]"), f"transitions[{index}].id")
     where = f"transitions.{rid}"
-    op = _known(_str(_field(r, "op", where), f"{where}.op"), operations, f"{where}.op", "operation")
-    phase = _str(_field(r, "phase", where), f"{where}.phase")
+    op = known(str_at(field(r, "op", where), f"{where}.op"), operations, f"{where}.op", "operation")
+    phase = str_at(field(r, "phase", where), f"{where}.phase")
     if phase not in operations[op].phases:
-        raise _fail(f"{where}.phase", f"unknown phase {phase!r} for operation {op!r}")
-    raw_from = _field(r, "from", where)
+        raise fail(f"{where}.phase", f"unknown phase {phase!r} for operation {op!r}")
+    raw_from = field(r, "from", where)
     if raw_from == "*":
         from_states = run_states
     else:
         from_states = tuple(
-            _known(_str(s, f"{where}.from[{j}]"), run_states, f"{where}.from[{j}]", "run state")
-            for j, s in enumerate(_list(raw_from, f"{where}.from"))
+            known(str_at(s, f"{where}.from[{j}]"), run_states, f"{where}.from[{j}]", "run state")
+            for j, s in enumerate(list_at(raw_from, f"{where}.from"))
         )
         if not from_states or len(set(from_states)) != len(from_states):
-            raise _fail(f"{where}.from", "must list one or more distinct states")
+            raise fail(f"{where}.from", "must list one or more distinct states")
     guard = r.get("guard")
     if guard is not None:
-        _known(_str(guard, f"{where}.guard"), guards, f"{where}.guard", "guard")
+        known(str_at(guard, f"{where}.guard"), guards, f"{where}.guard", "guard")
     row_effects = tuple(
-        _known(_str(e, f"{where}.effects[{j}]"), effects, f"{where}.effects[{j}]", "effect")
-        for j, e in enumerate(_list(r.get("effects", []), f"{where}.effects"))
+        known(str_at(e, f"{where}.effects[{j}]"), effects, f"{where}.effects[{j}]", "effect")
+        for j, e in enumerate(list_at(r.get("effects", []), f"{where}.effects"))
     )
-    raw_to = r.get("to")
-    if raw_to is None:
-        to: tuple[str, ...] = ()
-    elif isinstance(raw_to, str):
-        to = (_known(raw_to, run_states, f"{where}.to", "run state"),)
-    else:
-        to = tuple(
-            _known(_str(s, f"{where}.to[{j}]"), run_states, f"{where}.to[{j}]", "run state")
-            for j, s in enumerate(_list(raw_to, f"{where}.to"))
-        )
-        if len(to) < 2:
-            raise _fail(where, "a list of targets needs at least two states (use a string for one)")
-    to_by = r.get("to_by")
-    if (len(to) > 1) != (to_by is not None):
-        raise _fail(where, "to_by is required exactly when to lists several states")
-    if to_by is not None:
-        _str(to_by, f"{where}.to_by")
+    to, to_by = _row_targets(r, where, run_states)
 
-    writes = {effects[e].writes for e in row_effects}
-    if "current_run" in writes and any(s in closed or s == initial for s in from_states):
-        bad = next(s for s in from_states if s in closed or s == initial)
-        raise _fail(
-            where, f"rewrites the current generation in state {bad!r} (there is none, or it is closed for good)"
-        )
-    if to and "new_run" not in writes and any(s in closed for s in from_states):
-        bad = next(s for s in from_states if s in closed)
-        raise _fail(where, f"exit from closed state {bad!r} without start_generation")
-    closing = [i for i, e in enumerate(row_effects) if effects[e].run_to is not None]
-    if to and closing and not any(effects[e].writes == "new_run" for e in row_effects[closing[-1] + 1 :]):
-        closer = row_effects[closing[-1]]
-        raise _fail(
-            where, f"moves the generation {closer!r} closed (exit from a closed state without start_generation)"
-        )
+    _check_row_writes(where, row_effects, effects, from_states, bool(to), initial, closed)
 
-    raw_result = r.get("result")
-    result: RowResult | None = None
-    if raw_result is not None:
-        res = _obj(raw_result, f"{where}.result")
-        kinds = [k for k in ("reject", "raise", "return") if k in res]
-        if len(kinds) != 1:
-            raise _fail(where, "result must have exactly one of reject, raise, return")
-        kind = kinds[0]
-        name = _str(res[kind], f"{where}.result.{kind}")
-        if kind == "reject":
-            _known(name, reasons, f"{where}.result.reject", "reason")
-            call_id = _one_of(res.get("call_id"), ("argument", "none"), f"{where}.result.call_id")
-            obs = _known(
-                _str(res.get("observed"), f"{where}.result.observed"),
-                observed,
-                f"{where}.result.observed",
-                "observed kind",
-            )
-            result = RowResult(kind, name, call_id, obs)
-        elif kind == "raise":
-            result = RowResult(kind, _known(name, errors, f"{where}.result.raise", "error"))
-        else:
-            result = RowResult(kind, _known(name, results, f"{where}.result.return", "result"))
+    result = _row_result(r.get("result"), where, reasons, observed, errors, results)
     if result is None and to:
-        raise _fail(where, "a row that moves the state must end the operation (give it a result)")
+        raise fail(where, "a row that moves the state must end the operation (give it a result)")
     return Row(
         id=rid,
         op=op,
@@ -621,7 +494,7 @@ def _parse_row(
         to=to,
         to_by=to_by,
         result=result,
-        catalogue=_catalogue(r.get("catalogue"), f"{where}.catalogue"),
+        catalogue=catalogue_at(r.get("catalogue"), f"{where}.catalogue"),
     )
 
 
@@ -635,12 +508,12 @@ def _check_overlaps(table: Table) -> None:
                     if row.guard is None:
                         if index != len(rows) - 1:
                             shadowed = rows[index + 1].id
-                            raise _fail(
+                            raise fail(
                                 f"transitions.{shadowed}",
                                 f"can never fire in state {state!r}: row {row.id!r} before it has no guard",
                             )
                     elif row.guard in guards_seen:
-                        raise _fail(
+                        raise fail(
                             f"transitions.{row.id}",
                             f"guard {row.guard!r} overlaps an earlier row of ({op_id}, {phase}, {state})",
                         )
@@ -665,14 +538,14 @@ def _check_phases(table: Table) -> None:
             effect = table.effects[name]
             if locked and (effect.caller_code or effect.runs_operation):
                 what = "runs caller code" if effect.caller_code else "runs an operation of its own"
-                raise _fail(f"transitions.{row.id}", f"effect {name!r} {what} but phase {row.phase!r} holds the lock")
+                raise fail(f"transitions.{row.id}", f"effect {name!r} {what} but phase {row.phase!r} holds the lock")
             if not locked and effect.writes != "none":
-                raise _fail(f"transitions.{row.id}", f"effect {name!r} changes state in unlocked phase {row.phase!r}")
+                raise fail(f"transitions.{row.id}", f"effect {name!r} changes state in unlocked phase {row.phase!r}")
         if not locked and (row.to or (row.result is not None and row.result.kind == "reject")):
-            raise _fail(f"transitions.{row.id}", f"unlocked phase {row.phase!r} cannot move the state or reject")
+            raise fail(f"transitions.{row.id}", f"unlocked phase {row.phase!r} cannot move the state or reject")
         if not locked and (row.guard is not None or set(row.from_states) != set(table.run_states)):
             # Decisions read the state, and the state is only read under the lock.
-            raise _fail(
+            raise fail(
                 f"transitions.{row.id}", f"a row of unlocked phase {row.phase!r} must apply in every state, unguarded"
             )
 
@@ -701,9 +574,9 @@ def _check_totality(table: Table) -> None:
         for op in table.operations:
             covered = covering_row(table, state, op) is not None
             if covered and (state, op) in table.defaulted:
-                raise _fail("defaulted", f"({state}, {op}) is listed as defaulted but rows cover it")
+                raise fail("defaulted", f"({state}, {op}) is listed as defaulted but rows cover it")
             if not covered and (state, op) not in table.defaulted:
-                raise _fail(
+                raise fail(
                     "transitions",
                     f"missing pair ({state}, {op}): no unguarded row ends it and it is not listed in defaulted",
                 )
@@ -722,7 +595,7 @@ def _check_totality(table: Table) -> None:
                     for later in operation.phases[index + 1 :]
                     for r in table.rows_for(op_id, later, state)
                 ):
-                    raise _fail(
+                    raise fail(
                         "transitions",
                         f"missing pair ({state}, {op_id}) after phase {phase!r}: caller code there can leave the "
                         f"generation {state!r}, and no later unguarded row ends the operation",
@@ -749,7 +622,7 @@ def _check_reachability(table: Table) -> None:
                     frontier.append(target)
     for state in table.run_states:
         if state not in reached:
-            raise _fail("run_states", f"state {state!r} is unreachable from {table.initial_run_state!r}")
+            raise fail("run_states", f"state {state!r} is unreachable from {table.initial_run_state!r}")
 
     calls_reached = {table.initial_call_state}
     changed = True
@@ -761,7 +634,7 @@ def _check_reachability(table: Table) -> None:
                 changed = True
     for state in table.call_states:
         if state not in calls_reached:
-            raise _fail("call_states", f"state {state!r} is unreachable from {table.initial_call_state!r}")
+            raise fail("call_states", f"state {state!r} is unreachable from {table.initial_call_state!r}")
 
 
 # --------------------------------------------------------------------------- loading
