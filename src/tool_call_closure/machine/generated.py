@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "f424ba3eb7b852bfb2221425cf2bc04cc7c072088bf8635ae450fae246309db7"
+SOURCES_SHA256: Final = "a31d54f88efc536dba7a1e89b95ce5f397c014957d68a4f628e37dc7b8252597"
 
 
 def spill_BeginContext(
