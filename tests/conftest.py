@@ -16,7 +16,10 @@ Profiles (select with HYPOTHESIS_PROFILE):
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -70,3 +73,14 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
     if line is not None:
         terminalreporter.write_sep("=", "parity with the original NOT checked", yellow=True, bold=True)  # type: ignore[attr-defined]
         terminalreporter.write_line(line)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_unchanged() -> Iterator[None]:
+    """A test that leaves another SIGINT handler installed breaks every later test of Ctrl-C (and Ctrl-C itself)."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"the test left SIGINT's handler changed: {before!r} -> {after!r}", pytrace=False)

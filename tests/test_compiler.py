@@ -69,6 +69,7 @@ def test_compiled_and_walked_tables_agree_on_every_vector(vector: Any) -> None:
     assert compiled == walked
 
 
+@pytest.mark.slow  # the coverage gate (test_conformance) checks the same on the shipped machine, in the fast tier
 def test_the_vectors_fire_every_row_through_the_compiled_path() -> None:
     fired = {
         row_id

@@ -11,6 +11,7 @@ import _thread
 import gc
 import json
 import random
+import signal
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -372,6 +373,9 @@ def test_an_interrupt_of_the_supervising_thread_closes_the_batch_run_cancelled_a
     """Ctrl-C while the run waits (a real SIGINT-style interrupt of the main thread): close first, then re-raise."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("interrupt_main reaches the main thread only")
+    # interrupt_main calls whatever SIGINT handler is installed (a leaked asyncio.Runner's, say, which only cancels
+    # its task) and does nothing under SIG_IGN: this test is about Python's own handler, so it installs that one.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     closure = ToolCallClosure()
     release = threading.Event()
 
@@ -390,6 +394,7 @@ def test_an_interrupt_of_the_supervising_thread_closes_the_batch_run_cancelled_a
             )
     finally:
         release.set()
+        signal.signal(signal.SIGINT, previous)
     snapshot = closure.snapshot()
     assert snapshot is not None
     assert snapshot.closed
