@@ -53,12 +53,12 @@ from tool_call_closure.machine.context import (
     reentry_error,
 )
 from tool_call_closure.machine.context import record_rejection as reject
-from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRecord, Snapshot
+from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRecord, SnapshotSource
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "a31d54f88efc536dba7a1e89b95ce5f397c014957d68a4f628e37dc7b8252597"
+SOURCES_SHA256: Final = "d7dcf56531fff3d55fd0ae21b12188146b472d60386c3e99a04ae9900afc8dd2"
 
 
 def spill_BeginContext(
@@ -73,7 +73,7 @@ def spill_BeginContext(
     turn_generation: int | None,
     validated: list[CallRecord],
     index: dict[str, int],
-    superseded: Snapshot | None,
+    superseded: SnapshotSource | None,
 ) -> BeginContext:
     """A BeginContext holding the fields a compiled operation keeps as locals."""
     ctx = BeginContext(closure, method, calls_arg, turn)
@@ -100,7 +100,7 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
     turn_generation: int | None = None
     validated: list[CallRecord] = []
     index: dict[str, int] = {}
-    superseded: Snapshot | None = None
+    superseded: SnapshotSource | None = None
     trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None
     # --- phase prepare (unlocked: caller code may run)
     # begin.prepare.validate  (BEG-1, BEG-2, BEG-3, BEG-4, BEG-6, BEG-7, D20)
@@ -267,9 +267,16 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             draft.state = "open"
             # result begin_result: inlined from tool_call_closure.machine.semantics._begin_result
             result_begin_result__run = draft if draft is not None else semantics_._run(closure)
+            result_begin_result__superseded = superseded
             # built from the draft, before the install
-            result = semantics_.new_begin_result(
-                result_begin_result__run.generation, result_begin_result__run.handle, superseded
+            result = (
+                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
+                if result_begin_result__superseded is None
+                else semantics_.superseding_begin_result(
+                    result_begin_result__run.generation,
+                    result_begin_result__run.handle,
+                    result_begin_result__superseded,
+                )
             )
             # the commit takes effect: one assignment, after everything that can fail
             install_fields(closure, draft, staged_call)
@@ -298,7 +305,7 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             )
             effect_supersede__closed.close_reason = effect_supersede__reason
             effect_supersede__closed.state = effect_supersede__status
-            superseded = semantics_.take_snapshot(effect_supersede__closure, effect_supersede__closed)
+            superseded = semantics_.snapshot_source(effect_supersede__closure, effect_supersede__closed)
             # effect start_generation: inlined from tool_call_closure.machine.semantics.start_generation
             effect_start_generation__closure = closure
             effect_start_generation__generation = effect_start_generation__closure._generation + 1
@@ -314,9 +321,16 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             draft.state = "open"
             # result begin_result: inlined from tool_call_closure.machine.semantics._begin_result
             result_begin_result__run = draft if draft is not None else semantics_._run(closure)
+            result_begin_result__superseded = superseded
             # built from the draft, before the install
-            result = semantics_.new_begin_result(
-                result_begin_result__run.generation, result_begin_result__run.handle, superseded
+            result = (
+                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
+                if result_begin_result__superseded is None
+                else semantics_.superseding_begin_result(
+                    result_begin_result__run.generation,
+                    result_begin_result__run.handle,
+                    result_begin_result__superseded,
+                )
             )
             # the commit takes effect: one assignment, after everything that can fail
             install_fields(closure, draft, staged_call)

@@ -51,6 +51,7 @@ from tool_call_closure.machine.context import (
     SettleContext,
     SnapshotRecord,
     draft_of,
+    registered_snapshot,
 )
 from tool_call_closure.machine.reading import (
     MAX_SAFE_INTEGER,
@@ -78,10 +79,12 @@ from tool_call_closure.values import (
     CloseReasonRecord,
     SettlementRecord,
     Snapshot,
+    SnapshotSource,
     TurnToken,
     accepted_view,
     new_begin_result,
     snapshot_view,
+    superseding_begin_result,
 )
 
 __all__ = [
@@ -428,7 +431,8 @@ def supersede(ctx: BeginContext) -> None:
     _close_calls(machine, closed, reason, machine.call_events["supersede"][status])
     closed.close_reason = reason
     closed.state = status
-    ctx.superseded = take_snapshot(closure, closed)  # before the generation number changes (SUP-3)
+    # Before the generation number changes (SUP-3): its records, frozen now; the view is built on first read.
+    ctx.superseded = snapshot_source(closure, closed)
 
 
 def start_generation(ctx: BeginContext) -> None:
@@ -507,9 +511,27 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     return view
 
 
+def snapshot_source(closure: Instance, run: Run) -> SnapshotSource:
+    """What :func:`take_snapshot` would build from ``run`` now, its records frozen (tuples), to be built later.
+
+    The snapshot built on first read (``BeginResult.superseded``, from any
+    thread, at any time) is then this moment's, whatever happens to ``run``.
+    """
+    closed = run.state in closure._machine.closed
+    return (
+        registered_snapshot,
+        (closure._records, run.generation, closed, run.close_reason, tuple(run.calls), tuple(run.diagnostics)),
+    )
+
+
 def _begin_result(ctx: BeginContext) -> BeginResult:
     run = ctx.draft if ctx.draft is not None else _run(ctx.closure)
-    return new_begin_result(run.generation, run.handle, ctx.superseded)
+    superseded = ctx.superseded  # its snapshot is built on first read (values.superseding_begin_result)
+    return (
+        new_begin_result(run.generation, run.handle, None)
+        if superseded is None
+        else superseding_begin_result(run.generation, run.handle, superseded)
+    )
 
 
 def _accepted(ctx: SettleContext) -> Accepted:
