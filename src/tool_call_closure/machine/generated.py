@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "d7dcf56531fff3d55fd0ae21b12188146b472d60386c3e99a04ae9900afc8dd2"
+SOURCES_SHA256: Final = "1fdd8abd1599c75085376361ac649b02ab6667548f9de7afd1902de18b5fdcc5"
 
 
 def spill_BeginContext(
@@ -540,7 +540,7 @@ def enter_settle(
                 effect_normalize_outcome__outcome = outcome
                 if not semantics_.is_object(effect_normalize_outcome__outcome):
                     raise semantics_.spec_error("outcome_not_object")
-                semantics_._refuse_unknown_keys(
+                semantics_.refuse_unknown_keys(
                     effect_normalize_outcome__outcome, semantics_._OUTCOME_KEYS, "outcome_key_unknown"
                 )
                 effect_normalize_outcome__status = semantics_._member(
@@ -754,7 +754,7 @@ def enter_settle(
             effect_normalize_outcome__outcome = outcome
             if not semantics_.is_object(effect_normalize_outcome__outcome):
                 raise semantics_.spec_error("outcome_not_object")
-            semantics_._refuse_unknown_keys(
+            semantics_.refuse_unknown_keys(
                 effect_normalize_outcome__outcome, semantics_._OUTCOME_KEYS, "outcome_key_unknown"
             )
             effect_normalize_outcome__status = semantics_._member(
@@ -1093,77 +1093,15 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
             # effect normalize_close_reason: inlined from tool_call_closure.machine.semantics.normalize_close_reason
             effect_normalize_close_reason__limits = closure._limits
             effect_normalize_close_reason__texts = closure._machine.texts
-            effect_normalize_close_reason__reason = reason
-            if semantics_._absent(effect_normalize_close_reason__reason):
-                effect_normalize_close_reason__reason = {}
-            elif not semantics_.is_object(effect_normalize_close_reason__reason):
-                raise semantics_.spec_error("reason_not_object")
-            semantics_._refuse_unknown_keys(
-                effect_normalize_close_reason__reason, semantics_._REASON_KEYS, "reason_key_unknown"
-            )
-            effect_normalize_close_reason__raw_status = semantics_.read_key(
-                effect_normalize_close_reason__reason, "status"
-            )
-            effect_normalize_close_reason__status = (
-                "cancelled"
-                if semantics_._absent(effect_normalize_close_reason__raw_status)
-                else semantics_._member(effect_normalize_close_reason__raw_status, semantics_._CLOSE_STATUSES)
-            )
-            if effect_normalize_close_reason__status is None:
-                raise semantics_.spec_error("close_status_invalid")
-            effect_normalize_close_reason__raw_code = semantics_.read_key(effect_normalize_close_reason__reason, "code")
-            effect_normalize_close_reason__code = (
-                effect_normalize_close_reason__status
-                if semantics_._absent(effect_normalize_close_reason__raw_code)
-                else semantics_.bounded_string(
-                    effect_normalize_close_reason__raw_code,
-                    effect_normalize_close_reason__limits.max_code_bytes,
-                    "reason.code",
-                )
-            )
-            effect_normalize_close_reason__camel = semantics_.read_key(
-                effect_normalize_close_reason__reason, "sideEffectState"
-            )
-            effect_normalize_close_reason__snake = semantics_.read_key(
-                effect_normalize_close_reason__reason, "side_effect_state"
-            )
-            if (
-                not semantics_._absent(effect_normalize_close_reason__camel)
-                and (not semantics_._absent(effect_normalize_close_reason__snake))
-                and (
-                    not semantics_._same_plain_string(
-                        effect_normalize_close_reason__camel, effect_normalize_close_reason__snake
-                    )
-                )
-            ):
-                raise semantics_.spec_error("side_effect_state_conflict")
-            effect_normalize_close_reason__raw_state = (
-                effect_normalize_close_reason__snake
-                if semantics_._absent(effect_normalize_close_reason__camel)
-                else effect_normalize_close_reason__camel
-            )
-            effect_normalize_close_reason__side_effect_state = (
-                "unknown"
-                if semantics_._absent(effect_normalize_close_reason__raw_state)
-                else semantics_._member(effect_normalize_close_reason__raw_state, semantics_._SIDE_EFFECT_STATES)
-            )
-            if effect_normalize_close_reason__side_effect_state is None:
-                raise semantics_.spec_error("side_effect_state_invalid")
-            effect_normalize_close_reason__default = (
-                effect_normalize_close_reason__texts["close_error_message"]
-                if effect_normalize_close_reason__status == "error"
-                else effect_normalize_close_reason__texts["cancel_message"]
-            )
-            effect_normalize_close_reason__message = semantics_.message_text(
-                semantics_.read_key(effect_normalize_close_reason__reason, "message"),
-                effect_normalize_close_reason__default,
-                effect_normalize_close_reason__limits.max_message_bytes,
+            effect_normalize_close_reason__record = semantics_.plain_close_reason(
+                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
             )
             close_reason = (
-                effect_normalize_close_reason__status,
-                effect_normalize_close_reason__code,
-                effect_normalize_close_reason__message,
-                effect_normalize_close_reason__side_effect_state,
+                semantics_.read_close_reason(
+                    reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+                )
+                if effect_normalize_close_reason__record is None
+                else effect_normalize_close_reason__record
             )
             # no result: on to the next phase
             # --- phase recheck (locked)
@@ -1247,75 +1185,15 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
         # effect normalize_close_reason: inlined from tool_call_closure.machine.semantics.normalize_close_reason
         effect_normalize_close_reason__limits = closure._limits
         effect_normalize_close_reason__texts = closure._machine.texts
-        effect_normalize_close_reason__reason = reason
-        if semantics_._absent(effect_normalize_close_reason__reason):
-            effect_normalize_close_reason__reason = {}
-        elif not semantics_.is_object(effect_normalize_close_reason__reason):
-            raise semantics_.spec_error("reason_not_object")
-        semantics_._refuse_unknown_keys(
-            effect_normalize_close_reason__reason, semantics_._REASON_KEYS, "reason_key_unknown"
-        )
-        effect_normalize_close_reason__raw_status = semantics_.read_key(effect_normalize_close_reason__reason, "status")
-        effect_normalize_close_reason__status = (
-            "cancelled"
-            if semantics_._absent(effect_normalize_close_reason__raw_status)
-            else semantics_._member(effect_normalize_close_reason__raw_status, semantics_._CLOSE_STATUSES)
-        )
-        if effect_normalize_close_reason__status is None:
-            raise semantics_.spec_error("close_status_invalid")
-        effect_normalize_close_reason__raw_code = semantics_.read_key(effect_normalize_close_reason__reason, "code")
-        effect_normalize_close_reason__code = (
-            effect_normalize_close_reason__status
-            if semantics_._absent(effect_normalize_close_reason__raw_code)
-            else semantics_.bounded_string(
-                effect_normalize_close_reason__raw_code,
-                effect_normalize_close_reason__limits.max_code_bytes,
-                "reason.code",
-            )
-        )
-        effect_normalize_close_reason__camel = semantics_.read_key(
-            effect_normalize_close_reason__reason, "sideEffectState"
-        )
-        effect_normalize_close_reason__snake = semantics_.read_key(
-            effect_normalize_close_reason__reason, "side_effect_state"
-        )
-        if (
-            not semantics_._absent(effect_normalize_close_reason__camel)
-            and (not semantics_._absent(effect_normalize_close_reason__snake))
-            and (
-                not semantics_._same_plain_string(
-                    effect_normalize_close_reason__camel, effect_normalize_close_reason__snake
-                )
-            )
-        ):
-            raise semantics_.spec_error("side_effect_state_conflict")
-        effect_normalize_close_reason__raw_state = (
-            effect_normalize_close_reason__snake
-            if semantics_._absent(effect_normalize_close_reason__camel)
-            else effect_normalize_close_reason__camel
-        )
-        effect_normalize_close_reason__side_effect_state = (
-            "unknown"
-            if semantics_._absent(effect_normalize_close_reason__raw_state)
-            else semantics_._member(effect_normalize_close_reason__raw_state, semantics_._SIDE_EFFECT_STATES)
-        )
-        if effect_normalize_close_reason__side_effect_state is None:
-            raise semantics_.spec_error("side_effect_state_invalid")
-        effect_normalize_close_reason__default = (
-            effect_normalize_close_reason__texts["close_error_message"]
-            if effect_normalize_close_reason__status == "error"
-            else effect_normalize_close_reason__texts["cancel_message"]
-        )
-        effect_normalize_close_reason__message = semantics_.message_text(
-            semantics_.read_key(effect_normalize_close_reason__reason, "message"),
-            effect_normalize_close_reason__default,
-            effect_normalize_close_reason__limits.max_message_bytes,
+        effect_normalize_close_reason__record = semantics_.plain_close_reason(
+            reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
         )
         close_reason = (
-            effect_normalize_close_reason__status,
-            effect_normalize_close_reason__code,
-            effect_normalize_close_reason__message,
-            effect_normalize_close_reason__side_effect_state,
+            semantics_.read_close_reason(
+                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+            )
+            if effect_normalize_close_reason__record is None
+            else effect_normalize_close_reason__record
         )
         # no result: on to the next phase
         # --- phases recheck, commit: under the lock, in one acquisition
