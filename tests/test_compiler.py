@@ -406,7 +406,10 @@ def _lock_held_while_normalizing(monkeypatch: pytest.MonkeyPatch, effect: str, o
     closure = create_tool_call_closure()
     handle = closure.begin([{"id": "a", "name": "t"}]).handle
     held: list[bool] = []
-    name = {"normalize_outcome": "serialize_content", "fail": "error_message_text", "close": "message_text"}[effect]
+    # A helper each normalization calls exactly once (close: the fast reader, which every reason reaches first).
+    name = {"normalize_outcome": "serialize_content", "fail": "error_message_text", "close": "plain_close_reason"}[
+        effect
+    ]
     real = getattr(semantics, name)
 
     def spying(*args: Any) -> Any:

@@ -1,4 +1,6 @@
-"""Deferred views: a snapshot's calls and diagnostics, and an Accepted's settlement, are built on first read.
+"""Deferred views: a snapshot's calls and diagnostics, an Accepted's settlement, a BeginResult's superseded snapshot.
+
+Each is built on first read.
 
 The instance hands out views of its records (values.py, "Records").  The
 nested views of a snapshot and of an ``Accepted`` are often never read — an
@@ -19,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from tool_call_closure import create_tool_call_closure
+from tool_call_closure import create_tool_call_closure, to_json
 from tool_call_closure import values as values_module
 from tool_call_closure.errors import FrozenValueError
-from tool_call_closure.values import Accepted, Settlement, Snapshot
+from tool_call_closure.machine import context
+from tool_call_closure.values import Accepted, BatchHandle, BeginResult, Settlement, Snapshot
 
 
 def _closed_snapshot() -> Snapshot:
@@ -36,8 +39,9 @@ def _closed_snapshot() -> Snapshot:
 
 
 def _is_built(view: object, field: str) -> bool:
+    slot = getattr(type(view), field)  # the slot's own descriptor (a deferred field's wrapper gives it on the class)
     try:
-        object.__getattribute__(view, field)
+        slot.__get__(view, type(view))
     except AttributeError:
         return False
     return True
@@ -178,3 +182,176 @@ def test_a_failed_build_sets_nothing_and_the_next_read_builds(monkeypatch: pytes
     monkeypatch.undo()
     assert len(snapshot.calls) == 2
     assert len(snapshot.diagnostics) == 1
+
+
+# --------------------------------------------------------------------------- BeginResult.superseded
+# A superseding begin freezes the superseded generation's records at its commit; the snapshot (a view, and
+# its record in the instance's identity registry) is built when ``superseded`` is first read
+# (values._deferred_field, a descriptor: the result's other fields are read as plain slots).
+
+_REASON = {"status": "cancelled", "code": "timeout", "message": "deadline"}
+
+
+def _superseding(closure: Any) -> BeginResult:
+    handle = closure.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}]).handle
+    closure.succeed(handle, "a", {"n": 1})
+    closure.succeed(handle, "zz", "unknown id: one diagnostic")
+    result = closure.begin([{"id": "c", "name": "t"}])
+    assert isinstance(result, BeginResult)
+    return result
+
+
+def test_the_superseded_snapshot_is_built_and_registered_on_first_read_once() -> None:
+    closure = create_tool_call_closure()
+    result = _superseding(closure)
+    assert not _is_built(result, "superseded")
+    registered = len(closure._records)
+    superseded = result.superseded
+    assert isinstance(superseded, Snapshot)
+    assert _is_built(result, "superseded")
+    assert result.superseded is superseded  # one object for every later read
+    assert len(closure._records) == registered + 1  # registered for exports when built, not before
+    assert closure._records[id(superseded)]() is superseded
+    assert (superseded.generation, superseded.closed) == (1, True)
+    assert [(call.id, call.state) for call in superseded.calls] == [("a", "success"), ("b", "cancelled")]
+    assert [(d.reason, d.call_id) for d in superseded.diagnostics] == [("unknown_call", "zz")]
+    assert closure.to_openai_chat_completions(superseded)[1]["tool_call_id"] == "b"
+
+
+def test_a_begin_that_supersedes_nothing_has_none_set_and_builds_nothing() -> None:
+    closure = create_tool_call_closure()
+    result = closure.begin([{"id": "a", "name": "t"}])
+    assert isinstance(result, BeginResult)
+    assert _is_built(result, "superseded")
+    assert result.superseded is None
+    closure.close(result.handle)
+    after_close = closure.begin([])  # a closed generation is not superseded
+    assert isinstance(after_close, BeginResult)
+    assert after_close.superseded is None
+
+
+def test_the_superseded_snapshot_is_the_generation_as_it_was_at_the_commit() -> None:
+    """Read long after the begin, with the instance moved on, it equals a snapshot read at once (records frozen)."""
+    late, eager = create_tool_call_closure(), create_tool_call_closure()
+    unread = _superseding(late)
+    read_at_once = _superseding(eager)
+    eager_snapshot = read_at_once.superseded
+    assert eager_snapshot is not None
+    late.succeed(unread.handle, "c", "ok")  # the live run moves on: settled, closed, superseded again
+    late.close(unread.handle, _REASON)
+    late.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}])
+    late_snapshot = unread.superseded
+    assert late_snapshot is not None
+    assert late_snapshot == eager_snapshot
+    assert to_json(unread) == to_json(read_at_once)
+    for export in ("to_openai_chat_completions", "to_openai_responses", "to_anthropic_tool_results"):
+        assert getattr(late, export)(late_snapshot) == getattr(eager, export)(eager_snapshot)
+
+
+def test_an_unread_begin_result_has_the_dataclass_surface_of_a_read_one() -> None:
+    read = _superseding(create_tool_call_closure())
+    read.superseded  # noqa: B018 (the read builds the field)
+    assert [field.name for field in dataclasses.fields(BeginResult)] == ["generation", "handle", "superseded"]
+    unread = _superseding(create_tool_call_closure())
+    assert repr(unread) == repr(read).replace(repr(read.handle), repr(unread.handle))
+    for fresh in (_superseding(create_tool_call_closure()) for _ in range(4)):
+        assert not _is_built(fresh, "superseded")
+    copied = dataclasses.replace(fresh := _superseding(create_tool_call_closure()))
+    assert copied.superseded == fresh.superseded
+    assert copy.deepcopy(_superseding(create_tool_call_closure())).superseded == read.superseded
+    assert pickle.loads(pickle.dumps(_superseding(create_tool_call_closure()))).superseded == read.superseded
+    assert hash(unread) == hash(dataclasses.replace(unread))  # the handle is the same object: equal, same hash
+    assert BeginResult.__match_args__ == ("generation", "handle", "superseded")
+
+
+def test_begin_result_writes_are_refused_before_and_after_the_first_read() -> None:
+    result = _superseding(create_tool_call_closure())
+    for _ in range(2):
+        with pytest.raises(FrozenValueError):
+            result.superseded = None  # type: ignore[misc]
+        with pytest.raises(FrozenValueError):
+            del result.superseded  # type: ignore[misc]
+        assert result.superseded is not None  # the second round: after the read
+
+
+def test_a_begin_result_made_otherwise_reads_as_before() -> None:
+    handle = BatchHandle(3)
+    made = BeginResult(3, handle, None)  # the public constructor sets every field
+    assert made.superseded is None
+    assert made == BeginResult(3, handle, None)
+    bare = object.__new__(BeginResult)
+    with pytest.raises(AttributeError, match="'BeginResult' object has no attribute 'superseded'"):
+        bare.superseded  # noqa: B018
+    with pytest.raises(AttributeError, match="'BeginResult' object has no attribute 'supersede'"):
+        _superseding(create_tool_call_closure()).supersede  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_every_thread_reading_a_fresh_superseded_first_gets_the_same_snapshot_registered_once() -> None:
+    for _ in range(20):
+        closure = create_tool_call_closure()
+        result = _superseding(closure)
+        registered = len(closure._records)
+        barrier = threading.Barrier(8)
+        seen: list[Any] = []
+
+        def read(view: BeginResult = result, barrier: threading.Barrier = barrier, seen: list[Any] = seen) -> None:
+            barrier.wait()
+            seen.append(view.superseded)
+
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(seen) == 8
+        assert all(snapshot is seen[0] for snapshot in seen)
+        assert len(closure._records) == registered + 1
+
+
+def test_a_read_of_superseded_reentering_its_build_sees_the_same_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    closure = create_tool_call_closure()
+    result = _superseding(closure)
+    inner: list[Any] = []
+    real_snapshot_view = context.snapshot_view
+
+    def snapshot_view_reading_the_result(*records: Any) -> Any:
+        if not inner:
+            inner.append(None)
+            inner.append(result.superseded)  # the reentrant read builds and sets the field first
+        return real_snapshot_view(*records)
+
+    monkeypatch.setattr(context, "snapshot_view", snapshot_view_reading_the_result)
+    outer = result.superseded
+    assert inner[1] is outer  # the outer build found the field set and kept it
+    assert closure._records[id(outer)]() is outer
+
+
+def test_a_failed_build_of_superseded_registers_nothing_and_the_next_read_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    closure = create_tool_call_closure()
+    result = _superseding(closure)
+    registered = dict(closure._records)
+
+    def failing(*records: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(context, "snapshot_view", failing)
+    with pytest.raises(MemoryError):
+        result.superseded  # noqa: B018
+    assert not _is_built(result, "superseded")
+    assert closure._records == registered
+    monkeypatch.undo()
+    superseded = result.superseded
+    assert superseded is not None
+    assert closure._records[id(superseded)]() is superseded
+
+
+def test_on_end_receives_the_results_superseded_snapshot() -> None:
+    closure = create_tool_call_closure()
+    ended: list[tuple[Snapshot, str]] = []
+    closure.begin([{"id": "a", "name": "t"}], on_end=lambda snapshot, how: ended.append((snapshot, how)))
+    result = closure.begin([])
+    assert isinstance(result, BeginResult)
+    assert ended == [(result.superseded, "superseded")]
+    assert ended[0][0] is result.superseded

@@ -274,7 +274,8 @@ class ToolCallClosure:
             result = self._end_watch.begin_watched(
                 lambda: self._machine.entries["begin"](self, "begin", calls, turn), on_end
             )
-        if isinstance(result, BeginResult) and result.superseded is not None and self._end_watch.active:
+        # The watch first: reading ``superseded`` builds the snapshot (values.BeginResult), needed only for on_end.
+        if self._end_watch.active and isinstance(result, BeginResult) and result.superseded is not None:
             self._end_watch.ended(result.superseded, "superseded")
         return result
 

@@ -26,6 +26,9 @@ whatever is done to a view.  The views are built without the dataclass
 nested views of a :class:`Snapshot` (its calls and diagnostics) and of an
 :class:`Accepted` (its settlement) are built when first read
 (:func:`_deferring`): an export renders the records and never needs them.
+So is a :class:`BeginResult`'s superseded snapshot (:func:`_deferred_field`),
+from records frozen when ``begin`` committed: an agent loop that begins batch
+after batch rarely reads it.
 
 Two identity rules matter:
 
@@ -80,6 +83,7 @@ __all__ = [
     "SettlementResult",
     "SideEffectState",
     "Snapshot",
+    "SnapshotSource",
     "TurnToken",
     "accepted_view",
     "call_records",
@@ -90,6 +94,7 @@ __all__ = [
     "new_rejection",
     "settlement_record",
     "snapshot_view",
+    "superseding_begin_result",
 ]
 
 _T = TypeVar("_T", bound=type)
@@ -177,6 +182,56 @@ def _deferring(*names: str) -> Callable[[_T], _T]:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
         cls.__getattr__ = read_deferred  # type: ignore[attr-defined]
+        return cls
+
+    return decorate
+
+
+def _deferred_field(name: str) -> Callable[[_T], _T]:
+    """Build the one field ``name`` of a view on first read, from its ``_deferred`` source, through a descriptor.
+
+    :func:`_deferring` for a view whose other fields are read on every use
+    (a :class:`BeginResult`'s ``handle``): a class with ``__getattr__`` makes
+    *every* attribute read of its instances take the slow generic path
+    (CPython cannot specialize the read), while this descriptor costs only
+    reads of ``name``.  It wraps the slot's own descriptor: a set slot is
+    returned as is; an unset one is built, once, under ``_BUILDING``, as
+    :func:`_deferring` does.  ``fields()``, equality, ``repr``, ``replace``
+    and pickling read the field like any other, and see the built value.
+    """
+
+    def decorate(cls: _T) -> _T:
+        slot: Any = cls.__dict__[name]  # the member descriptor dataclass(slots=True) made for the field
+        build: Callable[[Any], tuple[Any]] = cls.__dict__["_build_deferred"]
+
+        class DeferredField:
+            __slots__ = ()
+
+            def __get__(self, view: object, owner: type | None = None) -> Any:
+                if view is None:
+                    return slot  # read on the class: the slot's descriptor, as without this wrapper
+                try:
+                    return slot.__get__(view, owner)
+                except AttributeError:
+                    pass
+                with _BUILDING:
+                    source = _deferred_source(view)
+                    if source is not None:  # else another thread built it meanwhile (or the view has none)
+                        (value,) = build(source)
+                        # This thread may have built it meanwhile too (a signal handler reading the view).
+                        if _deferred_source(view) is not None:
+                            slot.__set__(view, value)
+                            object.__setattr__(view, "_deferred", None)
+                return slot.__get__(view, owner)  # raises the slot's own AttributeError for a view without one
+
+            def __set__(self, view: object, value: object) -> None:
+                slot.__set__(view, value)  # reached only through object.__setattr__: the class refuses writes
+
+            def __delete__(self, view: object) -> None:
+                slot.__delete__(view)
+
+        DeferredField.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, DeferredField())
         return cls
 
     return decorate
@@ -419,15 +474,30 @@ class Snapshot(_DeferredReferable):
         }
 
 
+SnapshotSource: TypeAlias = tuple[Callable[..., Snapshot], tuple[Any, ...]]
+"""``(build, arguments)``: ``build(*arguments)`` makes (and registers) a snapshot, from records frozen beforehand."""
+
+
 @final
 @_sealed
+@_deferred_field("superseded")
 @dataclass(frozen=True, slots=True)
-class BeginResult:
-    """What ``begin`` returns: the new generation, its handle, and the superseded snapshot (or ``None``)."""
+class BeginResult(_Deferred):
+    """What ``begin`` returns: the new generation, its handle, and the superseded snapshot (or ``None``).
+
+    The superseded snapshot is built when first read (:data:`superseding_begin_result`):
+    its records are frozen when ``begin`` commits, so the view is the same
+    whenever it is built.
+    """
 
     generation: int
     handle: BatchHandle
     superseded: Snapshot | None
+
+    @staticmethod
+    def _build_deferred(source: SnapshotSource) -> tuple[Snapshot]:
+        build, arguments = source
+        return (build(*arguments),)
 
     def __json__(self) -> dict[str, Any]:
         return {"generation": self.generation, "handle": self.handle, "superseded": self.superseded}
@@ -528,7 +598,21 @@ _new_call: Final = _builder(CallSnapshot)
 _new_diagnostic: Final = _builder(Diagnostic)
 _new_close_reason: Final = _builder(CloseReason)
 new_rejection: Final[Callable[[str, str | None, int | None, str | None], Rejection]] = _builder(Rejection)
-new_begin_result: Final[Callable[[int, BatchHandle, Snapshot | None], BeginResult]] = _builder(BeginResult)
+new_begin_result: Final[Callable[[int, BatchHandle, None], BeginResult]] = _builder(BeginResult)
+"""``new_begin_result(generation, handle, None)``: a :class:`BeginResult` that superseded nothing."""
+superseding_begin_result: Final[Callable[[int, BatchHandle, SnapshotSource], BeginResult]] = _builder(
+    BeginResult, ("superseded",)
+)
+"""``superseding_begin_result(generation, handle, source)``: a :class:`BeginResult` whose superseded snapshot is
+built from ``source`` on first read.
+
+Building the superseded snapshot is most of the cost of a superseding
+``begin``'s result, and an agent loop that begins batch after batch rarely
+reads it.  ``source`` holds only what was frozen at commit time (records:
+plain tuples), so the snapshot built later is the one an eager build would
+have made; its view is registered for exports when it is built, and only then
+can anyone hold it.
+"""
 accepted_view: Final[Callable[[int, str, SettlementRecord], Accepted]] = _builder(Accepted, ("settlement",))
 """``accepted_view(generation, call_id, record)``: an :class:`Accepted`; its settlement view is built on first read."""
 _new_snapshot: Final = _builder(Snapshot, ("calls", "diagnostics"))

@@ -22,7 +22,7 @@ run time.
     ├── ReadContext              snapshot, active_generation, turn_token
     ├── ExportContext            export: snapshot argument, renderer, payload
     └── RejectContext            the generation a rejection reports (an operation with reject rows)
-        ├── BeginContext         begin: calls, turn token, validated calls, start generation, superseded snapshot
+        ├── BeginContext         begin: calls, turn token, validated calls, start generation, superseded records
         └── HandleContext        handle
             ├── SettleContext    settle/succeed/fail/cancel: call id, outcome parts, preview, settlement
             ├── CloseContext     close: reason argument, normalized close reason
@@ -42,7 +42,9 @@ with one assignment.  A rejection's one write is :func:`install_diagnostic`.
 An exception that lands before the install changes nothing.
 
 Exports read :class:`SnapshotRecord`, the instance's own record of a
-snapshot it handed out, never the object handed out.
+snapshot it handed out, never the object handed out.  A superseded
+generation's snapshot is registered when it is first read
+(:func:`registered_snapshot`, from records frozen at the commit).
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ from tool_call_closure.values import (
     Rejection,
     SettlementRecord,
     Snapshot,
+    SnapshotSource,
     new_rejection,
+    snapshot_view,
 )
 
 __all__ = [
@@ -90,6 +94,7 @@ __all__ = [
     "install_fields",
     "record_rejection",
     "reentry_error",
+    "registered_snapshot",
 ]
 
 Renderer = Callable[[Sequence[CallRecord], dict[str, Any]], list[dict[str, Any]]]
@@ -175,6 +180,25 @@ class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]
         self.memo: dict[str, Any] = {}  # the renderers' memo for all exports of this snapshot (ADP-5)
         self.key = id(view)
         self.records = records
+
+
+def registered_snapshot(
+    records: dict[int, SnapshotRecord],
+    generation: int,
+    closed: bool,
+    close_reason: CloseReasonRecord | None,
+    calls: tuple[CallRecord, ...],
+    diagnostics: tuple[DiagnosticRecord, ...],
+) -> Snapshot:
+    """``take_snapshot``'s view and registration (semantics.py), of records frozen by ``snapshot_source``.
+
+    Called on the first read of ``BeginResult.superseded``, outside the
+    instance's lock: it reads nothing but its arguments, and the registration
+    is one dictionary item (as the registry's weak-reference callbacks are).
+    """
+    view = snapshot_view(generation, closed, close_reason, calls, diagnostics)
+    records[id(view)] = SnapshotRecord(view, closed, calls, records)  # SNAP-5, as take_snapshot registers
+    return view
 
 
 def _forget_record(record: SnapshotRecord) -> None:
@@ -297,7 +321,7 @@ class RejectContext(Context):
 
 class BeginContext(RejectContext):
     """``begin``: the call list as given, the turn token (if any), the validated calls (as pending records, and
-    their index), the superseded snapshot.
+    their index), the superseded snapshot's source (its records, frozen at the commit: see ``BeginResult``).
 
     ``turn`` is the argument as given (``None``: no turn guard); ``turn_generation``
     is the generation of a valid token, which the recheck compares with the
@@ -326,7 +350,7 @@ class BeginContext(RejectContext):
         self.turn_generation: int | None = None
         self.validated: list[CallRecord] = []
         self.index: dict[str, int] = {}
-        self.superseded: Snapshot | None = None
+        self.superseded: SnapshotSource | None = None  # the superseded snapshot, frozen; built on first read
 
 
 class HandleContext(RejectContext):

@@ -53,12 +53,12 @@ from tool_call_closure.machine.context import (
     reentry_error,
 )
 from tool_call_closure.machine.context import record_rejection as reject
-from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRecord, Snapshot
+from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRecord, SnapshotSource
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "a31d54f88efc536dba7a1e89b95ce5f397c014957d68a4f628e37dc7b8252597"
+SOURCES_SHA256: Final = "1fdd8abd1599c75085376361ac649b02ab6667548f9de7afd1902de18b5fdcc5"
 
 
 def spill_BeginContext(
@@ -73,7 +73,7 @@ def spill_BeginContext(
     turn_generation: int | None,
     validated: list[CallRecord],
     index: dict[str, int],
-    superseded: Snapshot | None,
+    superseded: SnapshotSource | None,
 ) -> BeginContext:
     """A BeginContext holding the fields a compiled operation keeps as locals."""
     ctx = BeginContext(closure, method, calls_arg, turn)
@@ -100,7 +100,7 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
     turn_generation: int | None = None
     validated: list[CallRecord] = []
     index: dict[str, int] = {}
-    superseded: Snapshot | None = None
+    superseded: SnapshotSource | None = None
     trace = closure._trace  # a list while the rows that fire are recorded (coverage), else None
     # --- phase prepare (unlocked: caller code may run)
     # begin.prepare.validate  (BEG-1, BEG-2, BEG-3, BEG-4, BEG-6, BEG-7, D20)
@@ -267,9 +267,16 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             draft.state = "open"
             # result begin_result: inlined from tool_call_closure.machine.semantics._begin_result
             result_begin_result__run = draft if draft is not None else semantics_._run(closure)
+            result_begin_result__superseded = superseded
             # built from the draft, before the install
-            result = semantics_.new_begin_result(
-                result_begin_result__run.generation, result_begin_result__run.handle, superseded
+            result = (
+                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
+                if result_begin_result__superseded is None
+                else semantics_.superseding_begin_result(
+                    result_begin_result__run.generation,
+                    result_begin_result__run.handle,
+                    result_begin_result__superseded,
+                )
             )
             # the commit takes effect: one assignment, after everything that can fail
             install_fields(closure, draft, staged_call)
@@ -298,7 +305,7 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             )
             effect_supersede__closed.close_reason = effect_supersede__reason
             effect_supersede__closed.state = effect_supersede__status
-            superseded = semantics_.take_snapshot(effect_supersede__closure, effect_supersede__closed)
+            superseded = semantics_.snapshot_source(effect_supersede__closure, effect_supersede__closed)
             # effect start_generation: inlined from tool_call_closure.machine.semantics.start_generation
             effect_start_generation__closure = closure
             effect_start_generation__generation = effect_start_generation__closure._generation + 1
@@ -314,9 +321,16 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             draft.state = "open"
             # result begin_result: inlined from tool_call_closure.machine.semantics._begin_result
             result_begin_result__run = draft if draft is not None else semantics_._run(closure)
+            result_begin_result__superseded = superseded
             # built from the draft, before the install
-            result = semantics_.new_begin_result(
-                result_begin_result__run.generation, result_begin_result__run.handle, superseded
+            result = (
+                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
+                if result_begin_result__superseded is None
+                else semantics_.superseding_begin_result(
+                    result_begin_result__run.generation,
+                    result_begin_result__run.handle,
+                    result_begin_result__superseded,
+                )
             )
             # the commit takes effect: one assignment, after everything that can fail
             install_fields(closure, draft, staged_call)
@@ -526,7 +540,7 @@ def enter_settle(
                 effect_normalize_outcome__outcome = outcome
                 if not semantics_.is_object(effect_normalize_outcome__outcome):
                     raise semantics_.spec_error("outcome_not_object")
-                semantics_._refuse_unknown_keys(
+                semantics_.refuse_unknown_keys(
                     effect_normalize_outcome__outcome, semantics_._OUTCOME_KEYS, "outcome_key_unknown"
                 )
                 effect_normalize_outcome__status = semantics_._member(
@@ -740,7 +754,7 @@ def enter_settle(
             effect_normalize_outcome__outcome = outcome
             if not semantics_.is_object(effect_normalize_outcome__outcome):
                 raise semantics_.spec_error("outcome_not_object")
-            semantics_._refuse_unknown_keys(
+            semantics_.refuse_unknown_keys(
                 effect_normalize_outcome__outcome, semantics_._OUTCOME_KEYS, "outcome_key_unknown"
             )
             effect_normalize_outcome__status = semantics_._member(
@@ -1079,77 +1093,15 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
             # effect normalize_close_reason: inlined from tool_call_closure.machine.semantics.normalize_close_reason
             effect_normalize_close_reason__limits = closure._limits
             effect_normalize_close_reason__texts = closure._machine.texts
-            effect_normalize_close_reason__reason = reason
-            if semantics_._absent(effect_normalize_close_reason__reason):
-                effect_normalize_close_reason__reason = {}
-            elif not semantics_.is_object(effect_normalize_close_reason__reason):
-                raise semantics_.spec_error("reason_not_object")
-            semantics_._refuse_unknown_keys(
-                effect_normalize_close_reason__reason, semantics_._REASON_KEYS, "reason_key_unknown"
-            )
-            effect_normalize_close_reason__raw_status = semantics_.read_key(
-                effect_normalize_close_reason__reason, "status"
-            )
-            effect_normalize_close_reason__status = (
-                "cancelled"
-                if semantics_._absent(effect_normalize_close_reason__raw_status)
-                else semantics_._member(effect_normalize_close_reason__raw_status, semantics_._CLOSE_STATUSES)
-            )
-            if effect_normalize_close_reason__status is None:
-                raise semantics_.spec_error("close_status_invalid")
-            effect_normalize_close_reason__raw_code = semantics_.read_key(effect_normalize_close_reason__reason, "code")
-            effect_normalize_close_reason__code = (
-                effect_normalize_close_reason__status
-                if semantics_._absent(effect_normalize_close_reason__raw_code)
-                else semantics_.bounded_string(
-                    effect_normalize_close_reason__raw_code,
-                    effect_normalize_close_reason__limits.max_code_bytes,
-                    "reason.code",
-                )
-            )
-            effect_normalize_close_reason__camel = semantics_.read_key(
-                effect_normalize_close_reason__reason, "sideEffectState"
-            )
-            effect_normalize_close_reason__snake = semantics_.read_key(
-                effect_normalize_close_reason__reason, "side_effect_state"
-            )
-            if (
-                not semantics_._absent(effect_normalize_close_reason__camel)
-                and (not semantics_._absent(effect_normalize_close_reason__snake))
-                and (
-                    not semantics_._same_plain_string(
-                        effect_normalize_close_reason__camel, effect_normalize_close_reason__snake
-                    )
-                )
-            ):
-                raise semantics_.spec_error("side_effect_state_conflict")
-            effect_normalize_close_reason__raw_state = (
-                effect_normalize_close_reason__snake
-                if semantics_._absent(effect_normalize_close_reason__camel)
-                else effect_normalize_close_reason__camel
-            )
-            effect_normalize_close_reason__side_effect_state = (
-                "unknown"
-                if semantics_._absent(effect_normalize_close_reason__raw_state)
-                else semantics_._member(effect_normalize_close_reason__raw_state, semantics_._SIDE_EFFECT_STATES)
-            )
-            if effect_normalize_close_reason__side_effect_state is None:
-                raise semantics_.spec_error("side_effect_state_invalid")
-            effect_normalize_close_reason__default = (
-                effect_normalize_close_reason__texts["close_error_message"]
-                if effect_normalize_close_reason__status == "error"
-                else effect_normalize_close_reason__texts["cancel_message"]
-            )
-            effect_normalize_close_reason__message = semantics_.message_text(
-                semantics_.read_key(effect_normalize_close_reason__reason, "message"),
-                effect_normalize_close_reason__default,
-                effect_normalize_close_reason__limits.max_message_bytes,
+            effect_normalize_close_reason__record = semantics_.plain_close_reason(
+                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
             )
             close_reason = (
-                effect_normalize_close_reason__status,
-                effect_normalize_close_reason__code,
-                effect_normalize_close_reason__message,
-                effect_normalize_close_reason__side_effect_state,
+                semantics_.read_close_reason(
+                    reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+                )
+                if effect_normalize_close_reason__record is None
+                else effect_normalize_close_reason__record
             )
             # no result: on to the next phase
             # --- phase recheck (locked)
@@ -1233,75 +1185,15 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
         # effect normalize_close_reason: inlined from tool_call_closure.machine.semantics.normalize_close_reason
         effect_normalize_close_reason__limits = closure._limits
         effect_normalize_close_reason__texts = closure._machine.texts
-        effect_normalize_close_reason__reason = reason
-        if semantics_._absent(effect_normalize_close_reason__reason):
-            effect_normalize_close_reason__reason = {}
-        elif not semantics_.is_object(effect_normalize_close_reason__reason):
-            raise semantics_.spec_error("reason_not_object")
-        semantics_._refuse_unknown_keys(
-            effect_normalize_close_reason__reason, semantics_._REASON_KEYS, "reason_key_unknown"
-        )
-        effect_normalize_close_reason__raw_status = semantics_.read_key(effect_normalize_close_reason__reason, "status")
-        effect_normalize_close_reason__status = (
-            "cancelled"
-            if semantics_._absent(effect_normalize_close_reason__raw_status)
-            else semantics_._member(effect_normalize_close_reason__raw_status, semantics_._CLOSE_STATUSES)
-        )
-        if effect_normalize_close_reason__status is None:
-            raise semantics_.spec_error("close_status_invalid")
-        effect_normalize_close_reason__raw_code = semantics_.read_key(effect_normalize_close_reason__reason, "code")
-        effect_normalize_close_reason__code = (
-            effect_normalize_close_reason__status
-            if semantics_._absent(effect_normalize_close_reason__raw_code)
-            else semantics_.bounded_string(
-                effect_normalize_close_reason__raw_code,
-                effect_normalize_close_reason__limits.max_code_bytes,
-                "reason.code",
-            )
-        )
-        effect_normalize_close_reason__camel = semantics_.read_key(
-            effect_normalize_close_reason__reason, "sideEffectState"
-        )
-        effect_normalize_close_reason__snake = semantics_.read_key(
-            effect_normalize_close_reason__reason, "side_effect_state"
-        )
-        if (
-            not semantics_._absent(effect_normalize_close_reason__camel)
-            and (not semantics_._absent(effect_normalize_close_reason__snake))
-            and (
-                not semantics_._same_plain_string(
-                    effect_normalize_close_reason__camel, effect_normalize_close_reason__snake
-                )
-            )
-        ):
-            raise semantics_.spec_error("side_effect_state_conflict")
-        effect_normalize_close_reason__raw_state = (
-            effect_normalize_close_reason__snake
-            if semantics_._absent(effect_normalize_close_reason__camel)
-            else effect_normalize_close_reason__camel
-        )
-        effect_normalize_close_reason__side_effect_state = (
-            "unknown"
-            if semantics_._absent(effect_normalize_close_reason__raw_state)
-            else semantics_._member(effect_normalize_close_reason__raw_state, semantics_._SIDE_EFFECT_STATES)
-        )
-        if effect_normalize_close_reason__side_effect_state is None:
-            raise semantics_.spec_error("side_effect_state_invalid")
-        effect_normalize_close_reason__default = (
-            effect_normalize_close_reason__texts["close_error_message"]
-            if effect_normalize_close_reason__status == "error"
-            else effect_normalize_close_reason__texts["cancel_message"]
-        )
-        effect_normalize_close_reason__message = semantics_.message_text(
-            semantics_.read_key(effect_normalize_close_reason__reason, "message"),
-            effect_normalize_close_reason__default,
-            effect_normalize_close_reason__limits.max_message_bytes,
+        effect_normalize_close_reason__record = semantics_.plain_close_reason(
+            reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
         )
         close_reason = (
-            effect_normalize_close_reason__status,
-            effect_normalize_close_reason__code,
-            effect_normalize_close_reason__message,
-            effect_normalize_close_reason__side_effect_state,
+            semantics_.read_close_reason(
+                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+            )
+            if effect_normalize_close_reason__record is None
+            else effect_normalize_close_reason__record
         )
         # no result: on to the next phase
         # --- phases recheck, commit: under the lock, in one acquisition

@@ -17,12 +17,18 @@ exceptions from it propagate unchanged.  The conversions here (a bounded
 string, a safe integer, a settlement's content, a message) are the original's
 rules for one value each; :mod:`.semantics` imports them, and the generated
 machine reads them through it.
+
+One value has a fast reader of its own: a close reason that is plain (none,
+or an exact dict of known keys and exact str or None values: what nearly
+every caller passes) is read by :func:`plain_close_reason` without a
+:func:`read_key` per key; it gives the record the general reader
+(``semantics.read_close_reason``) gives, and declines everything else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import (
@@ -35,9 +41,15 @@ from tool_call_closure.ecma import (
 from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import spec_error
 
+if TYPE_CHECKING:
+    from tool_call_closure.values import CloseReasonRecord, Limits
+
 __all__ = [
+    "CLOSE_STATUSES",
     "MAX_SAFE_INTEGER",
+    "REASON_KEYS",
     "SETTLED_STATUSES",
+    "SIDE_EFFECT_STATES",
     "absent",
     "bounded_string",
     "error_message_text",
@@ -45,7 +57,9 @@ __all__ = [
     "member",
     "message_text",
     "observed_status",
+    "plain_close_reason",
     "read_key",
+    "refuse_unknown_keys",
     "safe_positive_int",
     "same_plain_string",
     "serialize_content",
@@ -53,6 +67,10 @@ __all__ = [
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 SETTLED_STATUSES: Final = frozenset({"success", "error", "cancelled"})
+CLOSE_STATUSES: Final = frozenset({"error", "cancelled"})
+SIDE_EFFECT_STATES: Final = frozenset({"unknown", "not_started"})
+REASON_KEYS: Final = frozenset({"status", "code", "message", "sideEffectState", "side_effect_state"})
+_MAX_KEY_IN_MESSAGE: Final = 128  # UTF-8 bytes of an unknown key quoted in an error message
 # Values that are never "objects" in the original's sense (typeof !== 'object', or an array).
 _NOT_OBJECTS: Final = (str, bytes, bytearray, int, float, complex, list, tuple, set, frozenset, range, memoryview)
 
@@ -166,3 +184,67 @@ def error_message_text(error: object, default: str, limit: int) -> str:
         # stores it, "", and the class name is truncated like any text ("E" in 1 byte).
         return python_text_truncated(error, limit, if_empty=type(error).__name__)
     return message_text(error, default, limit)
+
+
+def refuse_unknown_keys(value: object, known: frozenset[str], code: str) -> None:
+    """Deviation D10: a mapping outcome or close reason with a key the spec does not define is refused.
+
+    A typo (``{"stauts": …}``, ``{"side_effects": …}``) would otherwise be
+    ignored and the defaults used in silence.  Only mappings have a key set to
+    check; other objects are read by attribute and their other attributes are
+    none of the closure's business.
+    """
+    if not issubclass(type(value), Mapping):
+        return
+    for key in cast(Mapping[Any, Any], value):  # a custom mapping's __iter__ is caller code (normalize phase)
+        if not (issubclass(type(key), str) and str.__str__(key) in known):
+            raise spec_error(code, key=to_js_string_truncated(key, _MAX_KEY_IN_MESSAGE))
+
+
+def plain_close_reason(reason: object, limits: Limits, texts: Mapping[str, str]) -> CloseReasonRecord | None:
+    """A close reason's record, read directly when ``reason`` is plain; ``None`` (nothing read) when it is not.
+
+    Plain: no reason (``None``, ``ABSENT``), or an exact ``dict`` whose keys
+    are exact ``str`` among :data:`REASON_KEYS` and whose values are exact
+    ``str`` or ``None``.  The dict is read as a copy of its own, made before
+    it is checked (a plain dict's copy runs no caller code), so a change made
+    by another thread meanwhile reaches neither the check nor the reads.  For
+    such a reason every rule of the general reader (``semantics.read_close_reason``)
+    comes down to what is written here: a missing key or a ``None`` value is
+    absent, :func:`member` of an exact str is a set lookup,
+    :func:`same_plain_string` is ``==``, and :func:`message_text` converts an
+    exact str by truncating it; the errors are checked in the same order.
+    ``tests/test_close_reason.py`` compares the two on generated reasons.
+    """
+    if reason is None or reason is ABSENT:
+        plain: dict[str, str | None] = {}  # deviation D1: None is the absent reason
+    elif type(reason) is dict:
+        plain = dict(reason)
+        for key, value in plain.items():
+            if type(key) is not str or key not in REASON_KEYS or (type(value) is not str and value is not None):
+                return None
+    else:
+        return None
+    status = plain.get("status")
+    if status is None:
+        status = "cancelled"
+    elif status not in CLOSE_STATUSES:
+        raise spec_error("close_status_invalid")
+    code = plain.get("code")
+    code = status if code is None else bounded_string(code, limits.max_code_bytes, "reason.code")
+    camel = plain.get("sideEffectState")
+    snake = plain.get("side_effect_state")
+    if camel is not None and snake is not None and camel != snake:
+        raise spec_error("side_effect_state_conflict")
+    state = snake if camel is None else camel
+    if state is None:
+        state = "unknown"
+    elif state not in SIDE_EFFECT_STATES:
+        raise spec_error("side_effect_state_invalid")
+    message = plain.get("message")
+    limit = limits.max_message_bytes
+    if message is None:
+        message = truncate_utf8(texts["close_error_message"] if status == "error" else texts["cancel_message"], limit)
+    else:
+        message = to_js_string_truncated(message, limit)
+    return (status, code, message, state)

@@ -35,7 +35,6 @@ from typing import Any, Final, cast
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import (
     ASCII_JS_WHITESPACE,
-    to_js_string_truncated,
 )
 from tool_call_closure.ecma_json import plain_json_text
 from tool_call_closure.errors import spec_error
@@ -51,7 +50,9 @@ from tool_call_closure.machine.context import (
     SettleContext,
     SnapshotRecord,
     draft_of,
+    registered_snapshot,
 )
+from tool_call_closure.machine.reading import CLOSE_STATUSES as _CLOSE_STATUSES
 from tool_call_closure.machine.reading import (
     MAX_SAFE_INTEGER,
     bounded_string,
@@ -59,11 +60,15 @@ from tool_call_closure.machine.reading import (
     is_object,
     message_text,
     observed_status,
+    plain_close_reason,
     read_key,
+    refuse_unknown_keys,
     safe_positive_int,
     serialize_content,
 )
+from tool_call_closure.machine.reading import REASON_KEYS as _REASON_KEYS
 from tool_call_closure.machine.reading import SETTLED_STATUSES as _SETTLED_STATUSES
+from tool_call_closure.machine.reading import SIDE_EFFECT_STATES as _SIDE_EFFECT_STATES
 from tool_call_closure.machine.reading import absent as _absent
 from tool_call_closure.machine.reading import member as _member
 from tool_call_closure.machine.reading import same_plain_string as _same_plain_string
@@ -76,12 +81,15 @@ from tool_call_closure.values import (
     BeginResult,
     CallRecord,
     CloseReasonRecord,
+    Limits,
     SettlementRecord,
     Snapshot,
+    SnapshotSource,
     TurnToken,
     accepted_view,
     new_begin_result,
     snapshot_view,
+    superseding_begin_result,
 )
 
 __all__ = [
@@ -98,14 +106,10 @@ __all__ = [
     "safe_positive_int",
 ]
 
-_CLOSE_STATUSES: Final = frozenset({"error", "cancelled"})
-_SIDE_EFFECT_STATES: Final = frozenset({"unknown", "not_started"})
 # An outcome's keys are those of a settlement (so a returned settlement may be passed back as an outcome).
 _OUTCOME_KEYS: Final = frozenset(
     {"status", "content", "code", "message", "provenance", "sideEffectState", "side_effect_state"}
 )
-_REASON_KEYS: Final = frozenset({"status", "code", "message", "sideEffectState", "side_effect_state"})
-_MAX_KEY_IN_MESSAGE: Final = 128  # UTF-8 bytes of an unknown key quoted in an error message
 
 
 # --------------------------------------------------------------------------- guards
@@ -327,7 +331,7 @@ def normalize_outcome(ctx: SettleContext) -> None:
         outcome = ctx.outcome
         if not is_object(outcome):
             raise spec_error("outcome_not_object")
-        _refuse_unknown_keys(outcome, _OUTCOME_KEYS, "outcome_key_unknown")
+        refuse_unknown_keys(outcome, _OUTCOME_KEYS, "outcome_key_unknown")
         status = _member(read_key(outcome, "status"), _SETTLED_STATUSES)
         if status is None:
             raise spec_error("outcome_status_invalid")
@@ -352,21 +356,6 @@ def normalize_outcome(ctx: SettleContext) -> None:
     ctx.settlement = settlement
 
 
-def _refuse_unknown_keys(value: object, known: frozenset[str], code: str) -> None:
-    """Deviation D10: a mapping outcome or close reason with a key the spec does not define is refused.
-
-    A typo (``{"stauts": …}``, ``{"side_effects": …}``) would otherwise be
-    ignored and the defaults used in silence.  Only mappings have a key set to
-    check; other objects are read by attribute and their other attributes are
-    none of the closure's business.
-    """
-    if not issubclass(type(value), Mapping):
-        return
-    for key in cast(Mapping[Any, Any], value):  # a custom mapping's __iter__ is caller code (normalize phase)
-        if not (issubclass(type(key), str) and str.__str__(key) in known):
-            raise spec_error(code, key=to_js_string_truncated(key, _MAX_KEY_IN_MESSAGE))
-
-
 def _default_message(texts: Mapping[str, str], status: str) -> str:
     return texts["settle_error_message"] if status == "error" else texts["cancel_message"]
 
@@ -374,12 +363,19 @@ def _default_message(texts: Mapping[str, str], status: str) -> str:
 def normalize_close_reason(ctx: CloseContext) -> None:
     limits = ctx.closure._limits
     texts = ctx.closure._machine.texts
-    reason = ctx.reason
+    # The common reason (none, or a plain dict of known keys and str or None values) is read directly; the
+    # record is the one read_close_reason makes of it (tests/test_close_reason.py), which reads every other.
+    record = plain_close_reason(ctx.reason, limits, texts)
+    ctx.close_reason = read_close_reason(ctx.reason, limits, texts) if record is None else record
+
+
+def read_close_reason(reason: object, limits: Limits, texts: Mapping[str, str]) -> CloseReasonRecord:
+    """The close reason's record, read from any caller value by the general rules (read_key, D1, D2, D10)."""
     if _absent(reason):
         reason = {}  # deviation D1: None is the absent reason
     elif not is_object(reason):
         raise spec_error("reason_not_object")  # deviation D2
-    _refuse_unknown_keys(reason, _REASON_KEYS, "reason_key_unknown")
+    refuse_unknown_keys(reason, _REASON_KEYS, "reason_key_unknown")
     raw_status = read_key(reason, "status")
     status = "cancelled" if _absent(raw_status) else _member(raw_status, _CLOSE_STATUSES)
     if status is None:
@@ -396,7 +392,7 @@ def normalize_close_reason(ctx: CloseContext) -> None:
         raise spec_error("side_effect_state_invalid")
     default = texts["close_error_message"] if status == "error" else texts["cancel_message"]
     message = message_text(read_key(reason, "message"), default, limits.max_message_bytes)
-    ctx.close_reason = (status, code, message, side_effect_state)
+    return (status, code, message, side_effect_state)
 
 
 def default_snapshot(ctx: ExportContext) -> None:
@@ -428,7 +424,8 @@ def supersede(ctx: BeginContext) -> None:
     _close_calls(machine, closed, reason, machine.call_events["supersede"][status])
     closed.close_reason = reason
     closed.state = status
-    ctx.superseded = take_snapshot(closure, closed)  # before the generation number changes (SUP-3)
+    # Before the generation number changes (SUP-3): its records, frozen now; the view is built on first read.
+    ctx.superseded = snapshot_source(closure, closed)
 
 
 def start_generation(ctx: BeginContext) -> None:
@@ -507,9 +504,27 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     return view
 
 
+def snapshot_source(closure: Instance, run: Run) -> SnapshotSource:
+    """What :func:`take_snapshot` would build from ``run`` now, its records frozen (tuples), to be built later.
+
+    The snapshot built on first read (``BeginResult.superseded``, from any
+    thread, at any time) is then this moment's, whatever happens to ``run``.
+    """
+    closed = run.state in closure._machine.closed
+    return (
+        registered_snapshot,
+        (closure._records, run.generation, closed, run.close_reason, tuple(run.calls), tuple(run.diagnostics)),
+    )
+
+
 def _begin_result(ctx: BeginContext) -> BeginResult:
     run = ctx.draft if ctx.draft is not None else _run(ctx.closure)
-    return new_begin_result(run.generation, run.handle, ctx.superseded)
+    superseded = ctx.superseded  # its snapshot is built on first read (values.superseding_begin_result)
+    return (
+        new_begin_result(run.generation, run.handle, None)
+        if superseded is None
+        else superseding_begin_result(run.generation, run.handle, superseded)
+    )
 
 
 def _accepted(ctx: SettleContext) -> Accepted:
