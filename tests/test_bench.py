@@ -20,6 +20,7 @@ EXPORTS, NODE_WORKLOAD, QUICK = bench.EXPORTS, bench.NODE_WORKLOAD, bench.QUICK
 locate_node_original, memory_per_call, run_suite = bench.locate_node_original, bench.memory_per_call, bench.run_suite
 
 
+@pytest.mark.slow  # runs the benchmark (quick): benchmarks are their own command
 def test_the_quick_bench_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     text = io.StringIO()
@@ -60,6 +61,7 @@ def test_the_node_workload_ships_with_the_package() -> None:
     assert "'x'.repeat(64)" in script  # the lifecycle's content, as the shared workload defines it
 
 
+@pytest.mark.slow  # runs the benchmark (quick): benchmarks are their own command
 def test_the_bench_without_node_reports_no_ratio() -> None:
     results = run_suite(QUICK, node=False, sizes=(10,), log=lambda _message: None)
     assert results["machine"]["original"] is None
@@ -144,6 +146,7 @@ def test_the_bench_refuses_an_output_it_could_not_write_before_it_runs(
         assert err.getvalue().rstrip("\n").endswith(problem)
 
 
+@pytest.mark.slow  # runs the benchmark (quick): benchmarks are their own command
 def test_the_bench_prints_its_figures_when_the_results_file_cannot_be_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

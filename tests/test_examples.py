@@ -35,6 +35,7 @@ CUT_EXCEPTIONS = {
 MYPY = Path(sys.executable).with_name("mypy")
 
 
+@pytest.mark.slow  # each example is a process that runs a whole agent loop against the provider stub
 @pytest.mark.parametrize("name", LOOPS)
 def test_the_example_loop_runs_offline_and_every_call_is_answered_once(name: str) -> None:
     done = subprocess.run(
@@ -50,6 +51,7 @@ def test_the_example_loop_runs_offline_and_every_call_is_answered_once(name: str
     assert "rain" not in done.stdout  # the slow tool's real result came too late and was never sent
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", STREAMING)
 def test_the_streaming_example_answers_every_call_and_runs_none_of_a_cut_turn(name: str) -> None:
     """Three streamed turns: two calls (one answers, one times out); a turn whose connection drops while its
