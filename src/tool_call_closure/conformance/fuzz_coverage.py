@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from tool_call_closure.conformance.compare import error_code
+from tool_call_closure.conformance.serve import METHOD_CAPABILITIES
 from tool_call_closure.machine.table import TABLE
 
 __all__ = [
@@ -40,10 +41,10 @@ __all__ = [
 
 ALL_EXPORTS: Final = tuple(method["protocol"] for method in TABLE.operations["export"].methods)
 """Every export method of the table, in table order."""
-EXPORTS: Final = ("toOpenAIChatCompletions", "toOpenAIResponses", "toAnthropicToolResults")
-"""The exports every subject has (the original's, protocol v1): always drawn."""
-PROBED_EXPORTS: Final = tuple(method for method in ALL_EXPORTS if method not in EXPORTS)
-"""The reference's other exports (Gemini and Bedrock: deviation D8; any added since): drawn only when the
+EXPORTS: Final = tuple(method for method in ALL_EXPORTS if method not in METHOD_CAPABILITIES)
+"""The exports every subject has (protocol v1's, the original's): always drawn."""
+PROBED_EXPORTS: Final = tuple(method for method in ALL_EXPORTS if method in METHOD_CAPABILITIES)
+"""The exports behind a capability (Gemini and Bedrock: deviation D8; any added since): drawn only when the
 subject has them (:func:`.fuzz.probe_exports`)."""
 
 
