@@ -25,6 +25,9 @@ module             what it does
 ``fuzz_explore``   the fuzzer's model-guided scenarios, in lockstep on both sides
 ``fuzz_coverage``  the fuzzer's coverage keys, which steer what it draws
 ``fuzz_shrink``    shrink a divergence to the same one; the deviations' inputs
+``serve_agents``   capability agents in serve: each agent's requests on its own thread
+``agents``         the runner's side: concurrent blocks, their history, allowed outcomes
+``agents_model``   the table's interpreter as the checker's model (overlap-only answers too)
 ``linearizability`` Wing–Gong search of a concurrent history against any sequential
                    model (linearizable, violation with its shortest prefix, or unknown)
 ``node/``          the protocol v1 adapter of the JavaScript original
