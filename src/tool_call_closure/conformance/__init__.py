@@ -28,6 +28,8 @@ module             what it does
 ``serve_agents``   capability agents in serve: each agent's requests on its own thread
 ``agents``         the runner's side: concurrent blocks, their history, allowed outcomes
 ``agents_model``   the table's interpreter as the checker's model (overlap-only answers too)
+``fuzz_agents``    ``fuzz --agents``: random concurrent programs, checked and shrunk
+``history``        the JSON-lines history format of ``check --history``
 ``linearizability`` Wing–Gong search of a concurrent history against any sequential
                    model (linearizable, violation with its shortest prefix, or unknown)
 ``node/``          the protocol v1 adapter of the JavaScript original
