@@ -158,15 +158,25 @@ def _gemini(path: str, body: dict[str, Any]) -> None:
             if media and not gemini_3:
                 raise _refuse(f"{where}: this model does not support parts in a function response")
             for number, item in enumerate(media):
-                data = item.get("inlineData") or item.get("fileData") or {}
-                if data.get("mimeType") not in _GEMINI_3:
-                    raise _refuse(f"{where}[{number}]: unsupported mime type {data.get('mimeType')!r}")
-                if "inlineData" in item:
-                    _b64(data.get("data"), f"{where}[{number}]")
-                elif "fileData" in item:
-                    _url(data.get("fileUri"), f"{where}[{number}]")
-                else:
-                    raise _refuse(f"{where}[{number}]: neither inlineData nor fileData")
+                _gemini_media(item, f"{where}[{number}]")
+
+
+def _either(value: dict[str, Any], camel: str, snake: str) -> Any:
+    """A field under its JSON name or its proto name (Gemini's JSON parser takes both; the SDK sends the latter)."""
+    return value.get(camel, value.get(snake))
+
+
+def _gemini_media(item: dict[str, Any], where: str) -> None:
+    inline = _either(item, "inlineData", "inline_data")
+    data = inline or _either(item, "fileData", "file_data") or {}
+    if _either(data, "mimeType", "mime_type") not in _GEMINI_3:
+        raise _refuse(f"{where}: unsupported mime type {_either(data, 'mimeType', 'mime_type')!r}")
+    if inline is not None:
+        _b64(inline.get("data"), where)
+    elif data:
+        _url(_either(data, "fileUri", "file_uri"), where)
+    else:
+        raise _refuse(f"{where}: neither inlineData nor fileData")
 
 
 def _bedrock_block(block: dict[str, Any], where: str, media: bool) -> None:
