@@ -250,7 +250,7 @@ def _text(value: object, index: int, field: str) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         raise _invalid(index, field, "must be text, not bytes")
     if not isinstance(value, str):
-        raise _invalid(index, field, f"must be a string, not {type(value).__name__}")
+        raise _invalid(index, field, "must be a string")
     try:
         str.__str__(value).encode("utf-8")
     except UnicodeEncodeError:
