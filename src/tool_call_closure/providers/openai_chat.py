@@ -77,7 +77,7 @@ from tool_call_closure.providers.sdk_types import (
     ChatCompletionToolMessageParam,
 )
 from tool_call_closure.providers.streaming import TurnAccumulator
-from tool_call_closure.values import CallRecord, Snapshot, call_records
+from tool_call_closure.values import CallRecord, Rejection, Snapshot, call_records
 
 __all__ = [
     "FORMAT",
@@ -495,7 +495,7 @@ def next_messages(
     assistant: object,
     tool_messages: Sequence[ChatCompletionToolMessageParam],
     *,
-    media_from: Snapshot | None = None,
+    media_from: Snapshot | Rejection | None = None,
 ) -> list[ChatCompletionMessageParam]:
     """What follows the history in the next request: the assistant message echoing the calls, then the results.
 
@@ -508,6 +508,8 @@ def next_messages(
     checked with :func:`check_messages` before it is returned.
     """
     messages: list[Any] = [assistant_message(assistant), *items(tool_messages, "openai_chat.next_messages")]
+    if media_from is not None and not isinstance(media_from, Snapshot):
+        raise UsageError("openai_chat.next_messages: media_from must be a snapshot", code="provider_value_invalid")
     media = None if media_from is None else chat_media_message(media_from)
     if media is not None:
         messages.append(media)
