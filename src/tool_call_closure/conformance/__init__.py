@@ -25,6 +25,8 @@ module             what it does
 ``fuzz_explore``   the fuzzer's model-guided scenarios, in lockstep on both sides
 ``fuzz_coverage``  the fuzzer's coverage keys, which steer what it draws
 ``fuzz_shrink``    shrink a divergence to the same one; the deviations' inputs
+``linearizability`` Wing–Gong search of a concurrent history against any sequential
+                   model (linearizable, violation with its shortest prefix, or unknown)
 ``node/``          the protocol v1 adapter of the JavaScript original
 =================  ==================================================================
 
