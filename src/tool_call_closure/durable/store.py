@@ -148,7 +148,7 @@ class RowStore(Store):
             fenced = self._load(closure_id, version, secret, header)
             if restore:
                 fenced.epoch += 1
-            _header, before, calls_before = header_of(fenced.closure, closure_id, fenced.epoch)
+            before, calls_before, _diagnostics = fenced.closure._committed_state()
             result = operation(fenced)
             version = self._write(fenced, version, header, before, calls_before)
             self._commit()
