@@ -318,3 +318,20 @@ def test_a_settle_writes_one_call_row(tmp_path: Path) -> None:
 def test_new_secret_is_random() -> None:
     assert new_secret() != new_secret()
     assert len(new_secret()) == 32
+
+
+def test_a_closure_id_and_a_secret_are_checked_when_the_closure_is_created() -> None:
+    with pytest.raises(UsageError) as too_long:
+        DurableClosure.create(MemoryStore(), "é" * 129)  # 258 UTF-8 bytes
+    assert too_long.value.code == "closure_id"
+    with pytest.raises(UsageError) as short:
+        DurableClosure.create(MemoryStore(), "x", secret=b"short")
+    assert short.value.code == "secret_invalid"
+
+
+def test_a_token_for_a_long_id_is_verified_like_any_other() -> None:
+    durable = DurableClosure.create(MemoryStore(), "x", max_id_bytes=10_000)
+    call_id = "i" * 9_000
+    token = durable.begin([{"id": call_id, "name": "t"}]).tokens[call_id]
+    assert len(token) > 12_000
+    assert durable.settle(token, OK).accepted

@@ -204,7 +204,8 @@ def _parse(image: object) -> tuple[Limits, Run | None, list[DiagnosticRecord]]:
     image = _dict(image, "image", keys)
     if image["format"] != IMAGE_FORMAT:
         raise _invalid("format", f"must be {IMAGE_FORMAT!r}")
-    _text(image["closureId"], "closureId", 256)
+    if not _text(image["closureId"], "closureId", 256):
+        raise _invalid("closureId", "must not be empty")
     _int(image["epoch"], "epoch", 1)
     limits = _limits(image["limits"])
     generation = _int(image["generation"], "generation", 0)

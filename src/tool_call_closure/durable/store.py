@@ -38,6 +38,7 @@ from typing import Any, Final, TypeVar
 
 from tool_call_closure.durable.epochs import FencedClosure
 from tool_call_closure.durable.image import assemble, call_json, encode, header_of, split
+from tool_call_closure.ecma import utf8_length
 from tool_call_closure.errors import UsageError
 from tool_call_closure.machine.context import Run
 from tool_call_closure.values import CallRecord
@@ -45,7 +46,7 @@ from tool_call_closure.values import CallRecord
 __all__ = ["MemoryStore", "RowStore", "Store", "StoreConflictError"]
 
 T = TypeVar("T")
-MAX_CLOSURE_ID_CHARS: Final = 256
+MAX_CLOSURE_ID_BYTES: Final = 256
 
 
 class StoreConflictError(UsageError):
@@ -117,8 +118,8 @@ class RowStore(Store):
 
     def create(self, fenced: FencedClosure, secret: bytes) -> None:
         closure_id = fenced.closure_id
-        if type(closure_id) is not str or not 0 < len(closure_id) <= MAX_CLOSURE_ID_CHARS:
-            raise UsageError(f"closure id must be a string of 1..{MAX_CLOSURE_ID_CHARS} characters", code="closure_id")
+        if type(closure_id) is not str or not 0 < utf8_length(closure_id) <= MAX_CLOSURE_ID_BYTES:
+            raise UsageError(f"closure id must be a string of 1..{MAX_CLOSURE_ID_BYTES} UTF-8 bytes", code="closure_id")
         header, calls = split(json.loads(fenced.image()))
         self._begin()
         try:

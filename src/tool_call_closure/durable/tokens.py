@@ -32,10 +32,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 
+from tool_call_closure.errors import UsageError
+
 __all__ = ["TOKEN_PREFIX", "TokenClaims", "TokenCodec", "TokenKind", "TokenReason", "TokenRejection"]
 
 TOKEN_PREFIX: Final = "tcc1"
-MAX_TOKEN_CHARS: Final = 4096
+MAX_TOKEN_CHARS: Final = 1 << 24  # far above any genuine token (ids are bounded by maxIdBytes); junk is refused early
 TokenKind: TypeAlias = Literal["call", "batch"]
 TokenReason: TypeAlias = Literal[
     "token_malformed", "token_forged", "token_foreign", "token_kind", "stale_epoch", "unknown_epoch"
@@ -104,7 +106,7 @@ class TokenCodec:
 
     def __init__(self, closure_id: str, secret: bytes) -> None:
         if type(secret) is not bytes or len(secret) < 16:
-            raise ValueError("a token secret is at least 16 bytes")
+            raise UsageError("secret must be bytes, at least 16 of them", code="secret_invalid")
         self._closure_id = closure_id
         self._secret = secret
 
