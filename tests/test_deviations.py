@@ -140,7 +140,7 @@ CHAT_A_CANCELLED = (
 
 def test_every_deviation_has_a_test_and_every_protocol_visible_one_a_protocol_test() -> None:
     names = [name for name in globals() if name.startswith("test_D")]
-    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20, 21, 22)]
+    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20, 21, 22, 23)]
     for deviation_id, deviation in DEVIATIONS.items():
         own = [name for name in names if name.startswith(f"test_{deviation_id}_")]
         assert own, deviation_id
@@ -1405,3 +1405,34 @@ def test_D22_over_the_protocol() -> None:
     plain = {"$literal": parts["$parts"]}
     stored = original(NEW, BEGIN_A, request(2, "succeed", H1, "a", plain))[2]
     assert json.loads(stored)["ok"]["settlement"]["content"] == json.dumps(parts["$parts"], separators=(",", ":"))
+
+
+# =========================================================================== D23
+
+
+def test_D23_a_closure_outlives_its_process_through_an_image_and_a_new_epoch() -> None:
+    from tool_call_closure.durable import FencedClosure, TokenRejection
+
+    owner = FencedClosure.new("d23", b"k" * 32)
+    begun = owner.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}])
+    assert owner.settle(begun.tokens["a"], {"status": "success", "content": "1"}).accepted
+    successor = FencedClosure.restore(owner.image(), b"k" * 32)  # the owner's process died; its image survived
+    assert successor.epoch == 2
+    assert successor.settle(begun.tokens["b"], {"status": "success"}) == TokenRejection("stale_epoch", 1, 1, "b")
+    assert successor.settle(successor.tokens()["b"], {"status": "success", "content": "2"}).accepted
+    assert successor.begin([{"id": "c", "name": "t"}]).result.generation == 2  # numbering continues
+
+
+def test_D23_a_forged_token_changes_nothing_and_the_closure_in_memory_is_unchanged() -> None:
+    from tool_call_closure.durable import FencedClosure
+
+    fenced = FencedClosure.new("d23", b"k" * 32)
+    token = fenced.begin([{"id": "a", "name": "t"}]).tokens["a"]
+    before = fenced.image()
+    assert (
+        fenced.settle(token[:-1] + ("A" if token[-1] != "A" else "B"), {"status": "success"}).reason == "token_forged"
+    )
+    assert fenced.image() == before
+    closure, handle = begun("a")  # without the durable layer, nothing changed: handles are identities
+    assert closure.settle(BatchHandle(generation=1), "a", {"status": "success"}).reason == "stale_generation"
+    assert closure.settle(handle, "a", {"status": "success", "content": "1"}).accepted

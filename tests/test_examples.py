@@ -74,8 +74,24 @@ def test_the_streaming_example_answers_every_call_and_runs_none_of_a_cut_turn(na
     assert "rain" not in done.stdout
 
 
+@pytest.mark.slow
+def test_the_durable_loop_resumes_after_a_kill_without_running_a_recorded_call_again() -> None:
+    """examples/durable_loop.py: a process killed mid-batch, its successor resumes from the SQLite store."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "durable_loop.py")], capture_output=True, text=True, timeout=180, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "  ran get_weather: accepted" in lines
+    assert "  the dead process's token: stale_epoch" in lines
+    assert "  get_weather: success (recorded: not run again)" in lines
+    assert "  get_forecast: pending" in lines
+    assert lines[-2] == "It is sunny in Paris; the forecast timed out."  # the stub accepted the next request
+    assert lines[-1] == 'tool executions: ["toolu_weather"]'
+
+
 def test_every_example_directory_entry_is_run_by_a_test() -> None:
-    assert sorted(p.stem for p in EXAMPLES.glob("*_loop.py")) == sorted(LOOPS)
+    assert sorted(p.stem for p in EXAMPLES.glob("*_loop.py")) == sorted([*LOOPS, "durable_loop"])
     assert sorted(p.stem for p in EXAMPLES.glob("streaming_*.py")) == sorted(STREAMING)
 
 

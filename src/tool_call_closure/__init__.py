@@ -22,6 +22,7 @@ module / package    what lives there
 ``providers/``      one module per provider API: ingest, stream, render, check
 ``closure``         the public class :class:`ToolCallClosure`
 ``runners/``        run a batch's tools, each call ending exactly once
+``durable/``        closures that outlive their process: images, epochs, tokens, SQLite/PostgreSQL stores
 ``conformance/``    the kit for ports: protocol subject, vectors, fuzzing
 ``cli/``            the ``tool-call-closure`` command
 ==================  ==========================================================

@@ -72,6 +72,7 @@ from tool_call_closure.providers.sdk_types import (
 from tool_call_closure.values import (
     BatchHandle,
     BeginResult,
+    CallRecord,
     DiagnosticRecord,
     Limits,
     Rejection,
@@ -213,6 +214,22 @@ class ToolCallClosure:
         run = self._run
         state = "none" if run is None else f"generation {run.generation} {run.state}"
         return f"<ToolCallClosure {state}>"
+
+    def _committed_state(self) -> tuple[Run | None, tuple[CallRecord, ...], tuple[DiagnosticRecord, ...]]:
+        """The committed state at one instant, for an image (``durable.image``): the run, its calls, the diagnostics.
+
+        Read under the lock, so no commit lands between the reads.  The
+        records are plain tuples; the ``Run`` is the installed one (not to be changed).
+        """
+        with self._lock:
+            run = self._run
+            return run, (() if run is None else tuple(run.calls)), tuple(self._diagnostics)
+
+    def _with_committed_state(self, run: Run | None, diagnostics: list[DiagnosticRecord]) -> None:
+        """Install a restored state (``durable.image``) into a new instance no operation has touched yet."""
+        with self._lock:
+            self._run = run
+            self._no_run_diagnostics = diagnostics if run is None else []
 
     @property
     def limits(self) -> Limits:

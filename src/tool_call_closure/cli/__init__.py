@@ -12,6 +12,9 @@ module              what lives there
 ``bench``           ``bench``: runs the repository's ``benchmarks/bench.py`` (the benchmark
                     against the original on Node and the hand-written baseline,
                     kept out of the wheel) when the checkout is found
+``torture``         ``torture``: worker processes race on a durable closure while
+                    being SIGKILLed; the history is checked for linearizability
+``torture_model``   the torture's operations and its model (the closure in memory)
 ==================  ==========================================================
 """
 

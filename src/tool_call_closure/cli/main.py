@@ -168,7 +168,22 @@ def _build_parser() -> argparse.ArgumentParser:
         "runner's steps/s.",
     )
     bench_arguments(bench)
+    _add_torture_command(commands)
     return parser
+
+
+def _add_torture_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``torture``: worker processes race on a stored closure while being killed; the history is checked."""
+    from tool_call_closure.cli.torture import torture_arguments
+
+    torture = commands.add_parser(
+        "torture",
+        help="race worker processes on a durable closure (SQLite or PostgreSQL), SIGKILL them, check the history",
+        description="N worker processes race begin/settle/close/seal and token settlements on one stored closure "
+        "while a coordinator SIGKILLs and restarts them; the history is checked for linearizability against the "
+        "closure in memory. Exit 1 on any anomaly (docs/durable.md).",
+    )
+    torture_arguments(torture)
 
 
 def _add_conform_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -345,6 +360,10 @@ def _run(args: argparse.Namespace) -> int:
         return run_demo(sys.stdout)
     if command == "bench":
         return run_bench(args)
+    if command == "torture":
+        from tool_call_closure.cli.torture import run_torture
+
+        return run_torture(args, sys.stdout)
     return _table(args.path, args.diagram, args.emit_python, args.emit_outline)
 
 
