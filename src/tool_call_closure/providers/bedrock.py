@@ -51,6 +51,7 @@ from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import bedrock_content
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -327,11 +328,19 @@ def _reasoning(block: _Block) -> dict[str, Any]:
     return {"reasoningText": reasoning_text}
 
 
-def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call."""
+def render_records(
+    calls: Sequence[CallRecord], memo: dict[str, Any] | None = None, *, media: bool = True
+) -> list[dict[str, Any]]:
+    """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call.
+
+    A success made of parts (D22) has ``text``, ``json``, ``image`` and
+    ``document`` blocks (:mod:`.parts_render`); ``media=False`` (a model that
+    refuses media in a tool result) writes a note for each image and PDF instead.
+    """
     payload: list[dict[str, Any]] = []
     for call_id, _name, state, result in export_rows(calls, memo):  # rendered once per snapshot (ADP-5)
-        tool_result: dict[str, Any] = {"toolUseId": call_id, "content": [{"text": result}]}
+        content = [{"text": result}] if isinstance(result, str) else bedrock_content(result, media=media)
+        tool_result: dict[str, Any] = {"toolUseId": call_id, "content": content}
         if state != "success":
             tool_result["status"] = "error"
         payload.append({"toolResult": tool_result})

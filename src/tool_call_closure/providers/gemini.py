@@ -63,8 +63,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from tool_call_closure.errors import UsageError
+from tool_call_closure.parts import ToolContent
 from tool_call_closure.providers.arguments import make_call, parsed_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import GeminiFamily, gemini_response
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -265,19 +267,31 @@ class GeminiStream(TurnAccumulator):
         return typed
 
 
-def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def render_records(
+    calls: Sequence[CallRecord], memo: dict[str, Any] | None = None, *, family: GeminiFamily = "gemini-3"
+) -> list[dict[str, Any]]:
     """``{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}`` per decided call.
 
     ``memo`` is accepted like every renderer's and unused: the error goes in as an object, not a text.
+    A success made of parts (D22): ``output`` is their text (one JSON part
+    alone: its value) and, for ``family="gemini-3"``, the media go in the
+    function response's ``parts`` (:mod:`.parts_render`).
     """
     payload: list[dict[str, Any]] = []
     for call_id, name, _state, settlement in calls:
         if settlement is None:
             continue
-        response = (
-            {"output": settlement[CONTENT]} if settlement[STATUS] == "success" else record_error_object(settlement)
-        )
+        media: list[dict[str, Any]] = []
+        if settlement[STATUS] != "success":
+            response = record_error_object(settlement)
+        elif type(result := settlement[CONTENT]) is ToolContent:
+            output, media = gemini_response(result, family)
+            response = {"output": output}
+        else:
+            response = {"output": result}
         function_response: dict[str, Any] = {"name": name, "response": response}
+        if media:
+            function_response["parts"] = media
         if not is_synthetic_id(call_id):
             function_response = {"id": call_id, **function_response}
         payload.append({"function_response": function_response})

@@ -55,6 +55,7 @@ from typing import Any, Final, NamedTuple
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.arguments import make_call, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import chat_text
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -358,9 +359,14 @@ class ChatStream(TurnAccumulator):
 
 
 def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order."""
+    """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order.
+
+    A tool message is text only: a success made of parts (D22) has its text
+    parts, and a note per media part, which :func:`next_messages` sends in a
+    user message after the tool messages (``media_from=snapshot``).
+    """
     return [
-        {"role": "tool", "tool_call_id": call_id, "content": result}
+        {"role": "tool", "tool_call_id": call_id, "content": result if isinstance(result, str) else chat_text(result)}
         for call_id, _name, _state, result in export_rows(calls, memo)  # rendered once per snapshot (ADP-5)
     ]
 
