@@ -8,7 +8,6 @@ tests open (``gate``/``open``), so the order of a result and a cancellation is c
 
 from __future__ import annotations
 
-import base64
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -20,75 +19,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-PNG = base64.b64encode(
-    bytes.fromhex(
-        "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
-        "0000000d4944415478da63f8cfc0f01f0005000201a3e1b3c40000000049454e44ae426082"
-    )
-).decode()
-WAV = base64.b64encode(b"RIFF\x24\x00\x00\x00WAVEfmt ").decode()
-PDF = base64.b64encode(b"%PDF-1.4\n%tcc\n").decode()
+from mcp_shapes import SHAPES, result, text
 
 Handler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
 
 _gates: dict[str, anyio.Event] = {}
-_log: dict[str, list[str]] = {"answered": [], "cancelled": []}
-
-
-def _text(text: str) -> types.TextContent:
-    return types.TextContent(type="text", text=text)
-
-
-def _result(*content: Any, structured: Any = None, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=list(content), structured_content=structured, is_error=is_error)
-
-
-SHAPES: dict[str, types.CallToolResult] = {
-    "text": _result(_text("sunny, 21 °C")),
-    "texts": _result(_text("first block"), _text("second block")),
-    "empty": _result(),
-    "image": _result(types.ImageContent(type="image", data=PNG, mime_type="image/png")),
-    "text_image": _result(_text("a chart:"), types.ImageContent(type="image", data=PNG, mime_type="image/png")),
-    "audio": _result(_text("a recording:"), types.AudioContent(type="audio", data=WAV, mime_type="audio/wav")),
-    "resource_link": _result(
-        types.ResourceLink(
-            type="resource_link", name="report", uri="file:///reports/q3.pdf", mime_type="application/pdf"
-        )
-    ),
-    "embedded_text": _result(
-        types.EmbeddedResource(
-            type="resource",
-            resource=types.TextResourceContents(uri="file:///notes.md", mime_type="text/markdown", text="# Notes"),
-        )
-    ),
-    "embedded_pdf": _result(
-        types.EmbeddedResource(
-            type="resource",
-            resource=types.BlobResourceContents(uri="file:///q3.pdf", mime_type="application/pdf", blob=PDF),
-        )
-    ),
-    "embedded_image": _result(
-        types.EmbeddedResource(
-            type="resource", resource=types.BlobResourceContents(uri="file:///dot.png", mime_type="image/png", blob=PNG)
-        )
-    ),
-    "structured": _result(_text('{"temperature": 21}'), structured={"temperature": 21, "unit": "C"}),
-    "structured_only": _result(structured={"rows": [1, 2, 3]}),
-    "error_text": _result(_text("Station offline: try again in 5 minutes."), is_error=True),
-    "error_structured": _result(
-        _text("Quota exceeded."), structured={"retry_after": 300, "quota": "daily"}, is_error=True
-    ),
-    "mixed": _result(
-        _text("Everything at once:"),
-        types.ImageContent(type="image", data=PNG, mime_type="image/png"),
-        types.ResourceLink(type="resource_link", name="data", uri="https://example.com/data.csv", mime_type="text/csv"),
-        types.EmbeddedResource(
-            type="resource", resource=types.TextResourceContents(uri="file:///a.txt", mime_type="text/plain", text="A")
-        ),
-        structured={"ok": True},
-    ),
-}
-"""Tool name → the result the server returns for it (each a distinct shape of ``CallToolResult``)."""
+_log: dict[str, str] = {}
+"""``gate`` token → ``started``, then ``answered`` or ``cancelled``."""
 
 
 async def _shape(ctx: ServerRequestContext[Any], args: dict[str, Any], name: str) -> types.CallToolResult:
@@ -96,35 +33,38 @@ async def _shape(ctx: ServerRequestContext[Any], args: dict[str, Any], name: str
 
 
 async def _echo(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
-    return _result(_text(str(args.get("text", ""))))
+    return result(text(str(args.get("text", ""))))
 
 
 async def _slow(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
     await anyio.sleep(float(args.get("seconds", 30)))
-    return _result(_text("slow done"))
+    return result(text("slow done"))
 
 
 async def _gate(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
     """Answer only once ``open`` opened this token's gate; log whether it answered or was cancelled."""
     token = str(args["token"])
     event = _gates.setdefault(token, anyio.Event())
+    _log[token] = "started"
     try:
         await event.wait()
     except anyio.get_cancelled_exc_class():
-        _log["cancelled"].append(token)
+        _log[token] = "cancelled"
         raise
-    _log["answered"].append(token)
-    return _result(_text(f"gate {token} opened"), structured={"token": token})
+    _log[token] = "answered"
+    return result(text(f"gate {token} opened"), structured={"token": token})
 
 
 async def _open(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
     for token in args["tokens"]:
         _gates.setdefault(str(token), anyio.Event()).set()
-    return _result(_text("opened"))
+    return result(text("opened"))
 
 
 async def _stats(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
-    return _result(_text("stats"), structured=dict(_log))
+    """What became of the ``gate`` calls of ``tokens``: ``started``, ``answered``, ``cancelled`` or absent."""
+    states = {str(token): _log.get(str(token), "absent") for token in args.get("tokens", [])}
+    return result(text("stats"), structured=states)
 
 
 async def _progress(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
@@ -135,7 +75,7 @@ async def _progress(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> typ
         await anyio.sleep(float(args.get("interval", 0.1)))
         if token is not None:
             await ctx.session.send_progress_notification(token, step + 1, steps, related_request_id=ctx.request_id)
-    return _result(_text("progress done"))
+    return result(text("progress done"))
 
 
 async def _die(ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:

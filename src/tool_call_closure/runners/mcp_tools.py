@@ -44,7 +44,7 @@ from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners.asyncio_runner import RunningCall, run_tool_calls, running_call
-from tool_call_closure.runners.mcp_results import error_of, outcome_of
+from tool_call_closure.runners.mcp_results import McpFallback, error_of, outcome_of
 from tool_call_closure.runners.mcp_wire import Wire, call_on_wire
 from tool_call_closure.runners.outcomes import AbortSignal, BatchRun, LateResult, StaleTurn
 from tool_call_closure.values import TurnToken
@@ -153,6 +153,7 @@ async def run_mcp_tool_calls(
     cancel_grace: float = 1.0,
     on_late: Callable[[LateResult], None] | None = None,
     progress_resets_timeout: bool = False,
+    on_fallback: Callable[[McpFallback], None] | None = None,
 ) -> BatchRun: ...
 
 
@@ -170,6 +171,7 @@ async def run_mcp_tool_calls(
     cancel_grace: float = 1.0,
     on_late: Callable[[LateResult], None] | None = None,
     progress_resets_timeout: bool = False,
+    on_fallback: Callable[[McpFallback], None] | None = None,
 ) -> BatchRun | StaleTurn: ...
 
 
@@ -186,6 +188,7 @@ async def run_mcp_tool_calls(
     cancel_grace: float = 1.0,
     on_late: Callable[[LateResult], None] | None = None,
     progress_resets_timeout: bool = False,
+    on_fallback: Callable[[McpFallback], None] | None = None,
 ) -> BatchRun | StaleTurn:
     """Announce ``calls`` on ``closure``, run them on the MCP ``server``, and return the closed batch's report.
 
@@ -193,13 +196,20 @@ async def run_mcp_tool_calls(
     ``progress_resets_timeout`` — each progress notification the server sends
     for a call restarts that call's ``call_timeout`` (the ``deadline`` still
     bounds the batch).  ``on_late`` also hears of answers that arrive after
-    their call was cancelled (timeout, abort, deadline).
+    their call was cancelled (timeout, abort, deadline).  ``on_fallback`` is
+    told of each content item passed to the model as a text that says what
+    it was, because no provider slot takes it (audio, say; see
+    :mod:`.mcp_results`).
     """
     if not isinstance(server, McpServer):
         raise UsageError(f"server must be an McpServer (from connect_stdio/connect_streamable_http), got {server!r}")
     if not isinstance(progress_resets_timeout, bool):
         raise UsageError(f"progress_resets_timeout must be a bool, got {type(progress_resets_timeout).__name__}")
-    tools = {name: functools.partial(_call, server, name, progress_resets_timeout) for name in server.tool_names}
+    if on_fallback is not None and not callable(on_fallback):
+        raise UsageError(f"on_fallback must be a function or None, got {type(on_fallback).__name__}")
+    tools = {
+        name: functools.partial(_call, server, name, progress_resets_timeout, on_fallback) for name in server.tool_names
+    }
     return await run_tool_calls(
         closure,
         calls,
@@ -214,7 +224,13 @@ async def run_mcp_tool_calls(
     )
 
 
-async def _call(server: McpServer, name: str, progress_resets_timeout: bool, **arguments: object) -> object:
+async def _call(
+    server: McpServer,
+    name: str,
+    progress_resets_timeout: bool,
+    on_fallback: Callable[[McpFallback], None] | None,
+    **arguments: object,
+) -> object:
     """One call's tool: ``tools/call`` on the server; the result mapped, an error raised as the call's outcome."""
     from mcp.shared.exceptions import MCPError
 
@@ -226,15 +242,20 @@ async def _call(server: McpServer, name: str, progress_resets_timeout: bool, **a
             server.wire,
             name,
             dict(arguments),
-            on_late=functools.partial(_late, current, tool),
+            on_late=functools.partial(_late, current, tool, on_fallback),
             on_progress=current.reset_timeout if progress_resets_timeout else None,
         )
     except MCPError as exc:
         raise error_of(exc, name) from None
-    return outcome_of(result, tool)
+    return outcome_of(result, tool, call_id=current.call.id, on_fallback=on_fallback)
 
 
-def _late(current: RunningCall, tool: Tool | None, response: dict[str, Any] | Exception) -> None:
+def _late(
+    current: RunningCall,
+    tool: Tool | None,
+    on_fallback: Callable[[McpFallback], None] | None,
+    response: dict[str, Any] | Exception,
+) -> None:
     """An answer that came after the call's task ended: offered to the closure, which fences it (late)."""
     from mcp.shared.exceptions import MCPError
     from mcp_types import CallToolResult
@@ -247,7 +268,7 @@ def _late(current: RunningCall, tool: Tool | None, response: dict[str, Any] | Ex
         return
     try:
         result = CallToolResult.model_validate(response, by_name=False)
-        value = outcome_of(result, tool)
+        value = outcome_of(result, tool, call_id=current.call.id, on_fallback=on_fallback)
     except Exception as exc:  # noqa: BLE001  # a malformed late answer is still reported late
         current.deliver_error(exc)
         return
