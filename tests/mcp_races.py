@@ -42,7 +42,12 @@ SCENARIOS = ("complete_first", "cancel_first", "never_answered", "free")
 
 
 class Hold:
-    """The client transport's read stream, passing every message on except the ``gate`` answers it is told to hold."""
+    """The client transport's read stream, passing every message on except the ``gate`` answers it is told to hold.
+
+    A pump task reads the transport and queues what passes; a held answer is queued when :meth:`release` says so.
+    """
+
+    _END = object()
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -50,7 +55,8 @@ class Hold:
         self.parked: dict[str, Any] = {}
         self.received: Counter[str] = Counter()
         self.changed = asyncio.Event()
-        self._ready: list[Any] = []
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._pump: asyncio.Task[None] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -63,27 +69,39 @@ class Hold:
             return token if isinstance(token, str) else None
         return None
 
-    async def receive(self) -> Any:
-        while True:
-            if self._ready:
-                item = self._ready.pop(0)
-            else:
+    async def _run_pump(self) -> None:
+        try:
+            while True:
                 item = await self._stream.receive()
                 token = self.token_of(item)
                 if token is not None and token in self.hold:
                     self.parked[token] = item
                     self.changed.set()
-                    continue
-            token = self.token_of(item)
-            if token is not None:
-                self.received[token] += 1
-            self.changed.set()
-            return item
+                else:
+                    self._queue.put_nowait(item)
+        except Exception:  # noqa: BLE001  # the end of the stream (or its failure) ends the reading side
+            self._queue.put_nowait(self._END)
 
-    def release(self, feed: asyncio.Event) -> None:
-        self._ready.extend(self.parked.values())
+    async def receive(self) -> Any:
+        import anyio
+
+        if self._pump is None:
+            self._pump = asyncio.ensure_future(self._run_pump())
+        item = await self._queue.get()
+        if item is self._END:
+            self._queue.put_nowait(self._END)
+            raise anyio.EndOfStream
+        token = self.token_of(item)
+        if token is not None:
+            self.received[token] += 1
+        self.changed.set()
+        return item
+
+    def release(self, changed: asyncio.Event) -> None:
+        for item in self.parked.values():
+            self._queue.put_nowait(item)
         self.parked.clear()
-        feed.set()
+        changed.set()
 
     def __aiter__(self) -> Hold:
         return self
@@ -97,6 +115,8 @@ class Hold:
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
+        if self._pump is not None:
+            self._pump.cancel()
         await self._stream.aclose()
 
     async def __aenter__(self) -> Hold:
