@@ -138,24 +138,40 @@ def test_running_call_is_only_available_in_a_tool() -> None:
         running_call()
 
 
-def test_reset_timeout_keeps_a_call_that_reports_progress_alive() -> None:
+def test_reset_timeout_gives_the_call_its_whole_timeout_again_from_now() -> None:
     async def tool() -> object:
         current = running_call()
-        for _ in range(6):  # 0.3 s in all under a 0.15 s timeout, reset every 0.05 s
-            await asyncio.sleep(0.05)
-            current.reset_timeout()
-        return current.call.id
+        loop = asyncio.get_running_loop()
+        before = current._timer.when()  # type: ignore[union-attr]
+        await asyncio.sleep(0.01)
+        current.reset_timeout()
+        after = current._timer.when()  # type: ignore[union-attr]
+        return [after > before, abs(after - (loop.time() + 30)) < 1]
 
-    async def silent() -> object:
-        await asyncio.sleep(0.3)
-        return "never"
+    run = asyncio.run(run_tool_calls(ToolCallClosure(), [call("c", "t")], {"t": tool}, call_timeout=30))
+    assert json.loads(to_json(run.snapshot.calls[0].settlement))["content"] == "[true,true]"  # stored as JSON text
 
-    run = asyncio.run(
-        run_tool_calls(ToolCallClosure(), [call("c", "t"), call("s", "s")], {"t": tool, "s": silent}, call_timeout=0.15)
-    )
-    got = {c.id: json.loads(to_json(c.settlement)) for c in run.snapshot.calls}
-    assert got["c"]["content"] == "c"
-    assert got["s"]["code"] == "tool_timeout"
+
+def test_reset_timeout_does_nothing_after_the_timeout_fired_or_the_tool_returned() -> None:
+    kept: list[Any] = []
+
+    async def tool() -> object:
+        current = running_call()
+        kept.append(current)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            timer = current._timer
+            current.reset_timeout()  # the timeout fired: nothing to restart
+            kept.append(current._timer is timer)
+            raise
+        return None
+
+    asyncio.run(run_tool_calls(ToolCallClosure(), [call("c", "t")], {"t": tool}, call_timeout=0.01))
+    assert kept[1] is True
+    timer = kept[0]._timer
+    kept[0].reset_timeout()  # the tool's task is over
+    assert kept[0]._timer is timer
 
 
 def test_a_value_delivered_after_the_outcome_is_reported_late() -> None:

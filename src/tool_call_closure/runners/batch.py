@@ -32,6 +32,7 @@ arguments do not bind           ``fail`` ``invalid_tool_call`` before anything r
 tool returns a value            ``succeed``; over ``max_result_bytes`` → ``result_too_large``;
                                 not JSON-compatible, or its conversion raised → ``invalid_result``
 tool raises (anything)          ``fail`` ``tool_error`` with the exception's text
+tool raises ``ToolCallError``   ``fail`` with its own code and message
 per-call timeout                ``fail`` ``tool_timeout`` (the tool is then cancelled)
 the executor cannot run it      ``fail`` ``executor_failed`` (threads; the tool never started)
 deadline / abort / cancellation ``close`` (see below)

@@ -11,7 +11,9 @@ the caller may both branch on them.
 ==========================  ==========  =====================================================================
 code                        status      when
 ==========================  ==========  =====================================================================
-``tool_error``              error       the tool raised; the message is the exception's text (never a traceback)
+``tool_error``              error       the tool raised; the message is the exception's text (never a traceback);
+                                        a :class:`ToolCallError` gives its own message (and may choose
+                                        ``invalid_tool_call`` or ``unknown_tool``)
 ``tool_timeout``            error       the call ran longer than ``call_timeout``:
                                         ``Tool '<name>' timed out after <t> seconds.``
 ``result_too_large``        error       the result is over ``max_result_bytes`` (the limit's message)
