@@ -425,3 +425,19 @@ def test_D22_mistral_takes_the_chat_fallback_with_its_own_document_chunks() -> N
     kinds = [part["type"] for part in mapped[-1]["content"]]
     assert kinds == ["text", "image_url", "document_url", "text"]  # the PDF by URL: a note (Chat takes files inline)
     assert all(len(m.get("tool_call_id", "x" * 9)) == 9 for m in mapped)
+
+
+def test_D22_a_copy_or_a_pickle_of_a_result_is_still_a_result() -> None:
+    import copy
+    import pickle
+
+    result = content(["x", KINDS["json"], KINDS["image_url"], KINDS["text_file"]])
+    loaded = pickle.loads(pickle.dumps(result))
+    assert copy.copy(result) is result
+    assert copy.deepcopy(result) is result
+    assert loaded == result
+    assert loaded is not result
+    closure = ToolCallClosure()
+    batch = closure.begin(CALLS)
+    assert closure.succeed(batch.handle, "call_parts", loaded).accepted
+    assert closure.succeed(batch.handle, "call_err", copy.deepcopy(result)).accepted
