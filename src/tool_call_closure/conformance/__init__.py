@@ -11,6 +11,7 @@ module             what it does
 =================  ==================================================================
 ``serve``          the reference itself as a protocol v1 subject
 ``wire``           the protocol's lines: numbers as doubles, the nesting bound
+``parts_wire``     the ``$parts`` tag: content parts over the protocol (capability ``content-parts``, D22)
 ``subject``        subjects: in process, or a subprocess speaking the protocol
 ``vectors``        load the vectors of ``spec/vectors/``; regenerate or check them
 ``runner``         run vectors against a subject, step by step, within timeouts

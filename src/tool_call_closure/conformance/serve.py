@@ -16,28 +16,22 @@ nothing that encoder writes differently (:class:`_ResponseText`).
 
 Argument decoding turns tags into objects: handles this session created,
 look-alike handles, earlier results and structural copies of them, absent
-arguments, NaN/±Infinity, exception objects, and hooks.  A :class:`Hook` is
-an object whose first attribute read, ``str()`` or ``__json__`` runs nested
-requests (answered at once, marked ``nested``) before it behaves as its
-``then`` value: the protocol's way to run caller code at every point where
-the implementation reads caller values.
+arguments, NaN/±Infinity, exception objects, content parts (:mod:`.parts_wire`)
+and hooks.  A :class:`Hook` is an object whose first attribute read, ``str()``
+or ``__json__`` runs nested requests (answered at once, marked ``nested``)
+before it behaves as its ``then`` value: the protocol's way to run caller
+code at every point where the implementation reads caller values.
 
-Two bounds keep a hostile conversation from reaching Python's recursion
-limit (which would surface as an ``InternalError``, always a defect): a
-request line may nest at most :data:`MAX_DEPTH` arrays and objects deep
-(nested requests and hook values included, since they are part of the line),
-checked iteratively before anything is decoded (:mod:`.wire` decodes
-lines and measures them); deeper lines get a ``ProtocolError`` and change
-nothing.  Output that cannot be written (the
-reader closed the pipe, the disk is full) ends the session: the server stops
-writing, finishes the request at hand silently and reports the error to
-:func:`serve`'s caller, which exits without a traceback.
+A request line may nest at most :data:`MAX_DEPTH` arrays and objects deep
+(nested requests and hook values included), checked iteratively before
+anything is decoded (:mod:`.wire`): deeper lines get a ``ProtocolError`` and
+change nothing, and Python's recursion limit is never reached.  Output that
+cannot be written (a closed pipe, a full disk) ends the session: the server
+stops writing and reports the error to :func:`serve`'s caller.
 
 Everything added to protocol v1 after its first publication is a capability
-(:data:`CAPABILITIES`).  A server made with fewer answers as v1 did without
-them (an unknown tag, cmd or method; ``begin`` ignoring a second argument;
-``$undefined`` only in ``args``): the frozen v1 subject the tests keep
-passing every vector it does not skip.
+(:data:`CAPABILITIES`); a server made with fewer answers as v1 did without them:
+the frozen v1 subject the tests keep passing every vector it does not skip.
 """
 
 from __future__ import annotations
@@ -56,6 +50,7 @@ from tool_call_closure import __version__
 from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
+from tool_call_closure.conformance.parts_wire import PARTS_TAG, base64_bytes, decode_parts
 from tool_call_closure.conformance.wire import MAX_DEPTH, MAX_SAFE, may_nest_deeper, nesting_depth, parse_request_line
 from tool_call_closure.ecma import to_js_string
 from tool_call_closure.errors import ToolCallClosureError
@@ -81,9 +76,8 @@ __all__ = [
 
 PROTOCOL_VERSION: Final = 1
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-# The optional protocol features this subject has (spec/protocol.md, Capabilities).  Everything added to protocol
-# v1 after its first publication is one of these, so a subject written before an addition, which does not list
-# it, keeps passing every vector it runs: a runner skips the vectors that need a capability the subject lacks.
+# The optional protocol features this subject has (spec/protocol.md, Capabilities): a subject written before an
+# addition, which does not list it, keeps passing every vector it runs (a runner skips those that need it).
 CAPABILITIES: Final = (
     "hook",
     "tamper",
@@ -92,6 +86,7 @@ CAPABILITIES: Final = (
     "gemini-export",
     "bedrock-export",
     "undefined-properties",
+    "content-parts",
 )
 # The methods that exist only for a subject with a capability: without it they are unknown (ProtocolError).
 METHOD_CAPABILITIES: Final = {
@@ -252,7 +247,10 @@ class _ResponseText:
             else:
                 if text.isascii() or _SURROGATE.search(text) is None:
                     return text
-        return to_json(value)
+        try:
+            return to_json(value)
+        except ToolCallClosureError:  # an export holding bytes (content parts): written as base64
+            return to_json(base64_bytes(value))
 
 
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
@@ -412,7 +410,7 @@ class Server:
         except RequestError as exc:
             self._error(request_id, depth, "ProtocolError", str(exc))
         except Exception as exc:  # noqa: BLE001 - the server keeps serving whatever happens
-            self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
+            self._report(request_id, depth, exc)
 
     def _hello(self, request_id: Any, request: dict[str, Any]) -> None:
         version = request.get("protocol")
@@ -465,7 +463,7 @@ class Server:
         assert isinstance(raw_args, list)
         try:
             args = [self._decode_arg(method, index, arg, depth) for index, arg in enumerate(raw_args)]
-        except RequestError:
+        except (RequestError, ToolCallClosureError):  # the latter: a $parts the library refuses (content-parts)
             self._results.pop(request_id, None)  # a repeated id refers to its latest request, even a failed one
             raise
         attribute = METHODS[method]
@@ -594,6 +592,8 @@ class Server:
             return Error(inner)
         if key == "$literal":
             return inner
+        if key == PARTS_TAG and "content-parts" in self.capabilities:
+            return decode_parts(inner)
         if key == "$hook":
             if type(inner) is not dict:
                 raise RequestError("$hook takes an object")

@@ -272,14 +272,18 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
 
     Observed, never claimed: ``hook`` for a ``$hook`` tag, ``tamper`` for a ``tamper`` request, ``turn-guard``
     (:func:`uses_turn_guard`), ``gemini-export`` and ``bedrock-export`` for a call of those methods (a hook's
-    nested requests included), ``undefined-properties`` for a member that is ``{"$undefined":true}`` (where
-    protocol v1 as first published refused it), and ``nesting-limit`` for a request line nested deeper than
-    :data:`~.serve.MAX_DEPTH`.  A request given as text is read as the subject reads it.
+    nested requests included), ``content-parts`` for a ``$parts`` tag, ``undefined-properties`` for a member
+    that is ``{"$undefined":true}`` (where protocol v1 as first published refused it), and ``nesting-limit``
+    for a request line nested deeper than :data:`~.serve.MAX_DEPTH`.  A request given as text is read as the
+    subject reads it.
     """
     found: set[str] = set()
     given = list(requests)
-    if '"$hook"' in _canonical(given):  # a request given as text is not searched: it names no hook by accident
+    text = _canonical(given)
+    if '"$hook"' in text:  # a request given as text is not searched: it names no hook by accident
         found.add("hook")
+    if '"$parts"' in text:
+        found.add("content-parts")
     parsed: list[Any] = []
     for request in given:
         if isinstance(request, str):

@@ -378,3 +378,40 @@ def _fallbacks(calls: Sequence[CallRecord], why: Callable[[ImagePart | FilePart]
 def success_content(value: object) -> ToolContent | None:
     """``value`` if it is recorded parts, else None (a text)."""
     return value if type(value) is ToolContent else None
+
+
+# --------------------------------------------------------------------------- preflight: where a part is refused
+
+CHAT_TOOL_MEDIA: Final = (
+    "messages[{index}].content[{part}]: a tool message takes text only, not {kind!r} (library preflight, D22): "
+    "send images and files in a user message after the tool messages, as next_messages(..., media_from=snapshot) does"
+)
+BEDROCK_NO_MEDIA: Final = (
+    "messages.{index}.content.{block}: a toolResult carries {kind!r} content, and this model refuses media in a "
+    "tool result (media=False; library preflight, D22): export with to_bedrock_tool_results(snapshot, media=False)"
+)
+GEMINI_2_PARTS: Final = (
+    "contents[{index}].parts[{part}]: a function_response has parts, which Gemini 2.x models do not take "
+    "(multimodal function responses are Gemini 3; family='gemini-2'; library preflight, D22): export with "
+    "to_gemini_function_responses(snapshot, family='gemini-2')"
+)
+
+
+def chat_tool_media(content: object) -> str | None:
+    """The type of the first part of a tool message's content that is not text (None: text only)."""
+    if isinstance(content, str) or not isinstance(content, Sequence):
+        return None
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
+        if kind != "text":
+            return str(kind)
+    return None
+
+
+def bedrock_media_kind(result_content: Sequence[Any]) -> str | None:
+    """``image`` or ``document`` if a toolResult's content has such a block (None: none)."""
+    for block in result_content:
+        for kind in ("image", "document", "video"):
+            if (block.get(kind) if isinstance(block, dict) else getattr(block, kind, None)) is not None:
+                return kind
+    return None
