@@ -390,3 +390,54 @@ def test_D22_text_results_render_exactly_as_before() -> None:
 def test_D22_the_stub_refuses_what_each_api_refuses(provider: str, path: str, body: dict[str, Any]) -> None:
     with pytest.raises(ContentRefusalError):
         check_content(provider, path, body)
+
+
+# --------------------------------------------------------------------------- the runners
+
+
+def test_D22_a_tool_that_returns_parts_is_run_and_recorded_and_an_oversize_one_is_an_explicit_error() -> None:
+    import asyncio
+
+    from tool_call_closure.runners import run_tool_calls
+
+    async def chart(**_: Any) -> ToolContent:
+        return content(["chart:", KINDS["image_bytes"]])
+
+    async def huge(**_: Any) -> ToolContent:
+        return content(["x" * 64])
+
+    closure = ToolCallClosure(max_result_bytes=48)
+    run = asyncio.run(run_tool_calls(closure, CALLS, {"chart": chart, "search": huge}))
+    first, second = run.snapshot.calls
+    assert first.settlement is not None
+    assert isinstance(first.settlement.content, ToolContent)
+    assert second.settlement is not None
+    assert (second.state, second.settlement.code) == ("error", "result_too_large")
+
+
+def test_D22_mistral_takes_the_chat_fallback_with_its_own_document_chunks() -> None:
+    from tool_call_closure.providers import mistral
+
+    closure, snapshot = settled(content(["see", KINDS["image_bytes"], KINDS["pdf_bytes"], KINDS["pdf_url"]]))
+    messages = openai_chat.next_messages(CALLS, closure.to_openai_chat_completions(snapshot), media_from=snapshot)
+    mapped = mistral.to_mistral_messages(messages)
+    assert [m["role"] for m in mapped] == ["assistant", "tool", "tool", "user"]
+    kinds = [part["type"] for part in mapped[-1]["content"]]
+    assert kinds == ["text", "image_url", "document_url", "text"]  # the PDF by URL: a note (Chat takes files inline)
+    assert all(len(m.get("tool_call_id", "x" * 9)) == 9 for m in mapped)
+
+
+def test_D22_a_copy_or_a_pickle_of_a_result_is_still_a_result() -> None:
+    import copy
+    import pickle
+
+    result = content(["x", KINDS["json"], KINDS["image_url"], KINDS["text_file"]])
+    loaded = pickle.loads(pickle.dumps(result))
+    assert copy.copy(result) is result
+    assert copy.deepcopy(result) is result
+    assert loaded == result
+    assert loaded is not result
+    closure = ToolCallClosure()
+    batch = closure.begin(CALLS)
+    assert closure.succeed(batch.handle, "call_parts", loaded).accepted
+    assert closure.succeed(batch.handle, "call_err", copy.deepcopy(result)).accepted

@@ -233,6 +233,15 @@ class ToolContent:
         """The canonical form: ``{"$parts": [...]}`` (media as base64 or their URL), the protocol's tag."""
         return {"$parts": [part.__json__() for part in self.parts]}
 
+    def __copy__(self) -> ToolContent:
+        return self  # immutable: a copy is the value itself (and stays a recorded result)
+
+    def __deepcopy__(self, memo: object) -> ToolContent:
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _unpickled, (self.parts,)  # checked again when loaded
+
     @property
     def has_media(self) -> bool:
         """True if an image or a file is among the parts."""
@@ -367,6 +376,21 @@ def content(parts: Sequence[PartInput]) -> ToolContent:
     object.__setattr__(result, "size", sum(_size(part) for part in recorded))
     object.__setattr__(result, "_made", _MADE)
     return result
+
+
+def _unpickled(parts: tuple[Part, ...]) -> ToolContent:
+    """A pickled :class:`ToolContent` loaded: its parts checked again, as ``content()`` checks them."""
+    inputs: list[PartInput] = []
+    for part in parts:
+        if type(part) is TextPart:
+            inputs.append(TextInput(part.text))
+        elif type(part) is ImagePart:
+            inputs.append(ImageInput(media_type=part.media_type, data=part.data, url=part.url))
+        elif type(part) is FilePart:
+            inputs.append(FileInput(name=part.name, media_type=part.media_type, data=part.data, url=part.url))
+        elif type(part) is JsonPart:
+            inputs.append(JsonInput(part.value, None if part.schema_json is None else part.schema))
+    return content(inputs)
 
 
 def is_recorded(value: ToolContent) -> bool:
