@@ -301,3 +301,27 @@ def test_an_error_answer_is_kept_as_an_mcp_error() -> None:
     (error,) = asyncio.run(scenario())
     assert isinstance(error, MCPError)
     assert error.code == -32602
+
+
+def test_the_wire_waits_for_a_bounded_number_of_cancelled_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure.runners import mcp_wire
+
+    monkeypatch.setattr(mcp_wire, "MAX_ABANDONED", 2)
+
+    async def scenario() -> tuple[int, int, list[Any]]:
+        wire, pipe = Wire(), _Pipe()
+        writer, late = wire.writer(pipe), list[Any]()
+        tokens = [wire.track() for _ in range(3)]
+        for number, token in enumerate(tokens, start=1):
+            await writer.send(_request(number, token))
+            wire.abandon(token, late.append)
+        await pipe.incoming.put(_response(1, "given up"))
+        await pipe.incoming.put(_response(3, "still awaited"))
+        reader = wire.reader(pipe)
+        await reader.receive()
+        await reader.receive()
+        return wire.pending, wire.given_up, late
+
+    pending, given_up, late = asyncio.run(scenario())
+    assert (pending, given_up) == (1, 1)
+    assert [item["content"][0]["text"] for item in late] == ["still awaited"]
