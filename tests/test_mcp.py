@@ -360,3 +360,19 @@ def test_the_reference_server_everything() -> None:
     assert any(part["type"] == "json" for part in got["structured"]["content"]["$parts"])
     assert json.dumps(got["links"]).count("Resource link:") == 2
     assert got["progress"]["status"] == "success"  # 1.5 s under a 0.6 s timeout: the progress kept it alive
+
+
+def test_two_servers_serve_one_batch() -> None:
+    async def scenario() -> BatchRun:
+        async with (
+            connect_stdio(sys.executable, [str(SERVER), "--only", "echo,stats"]) as first,
+            connect_stdio(sys.executable, [str(SERVER), "--only", "image,gate"]) as second,
+        ):
+            assert first.tool_names == {"echo", "stats"}
+            calls = [call("e", "echo", text="from the first"), call("i", "image"), call("t", "text")]
+            return await run_mcp_tool_calls(ToolCallClosure(), calls, [first, second])
+
+    got = outcomes(asyncio.run(scenario()))
+    assert got["e"]["content"] == "from the first"
+    assert got["i"]["content"]["$parts"][0]["type"] == "image"
+    assert got["t"]["code"] == "unknown_tool"  # neither lists it

@@ -325,3 +325,21 @@ def test_the_wire_waits_for_a_bounded_number_of_cancelled_calls(monkeypatch: pyt
     pending, given_up, late = asyncio.run(scenario())
     assert (pending, given_up) == (1, 1)
     assert [item["content"][0]["text"] for item in late] == ["still awaited"]
+
+
+def _listing(*names: str) -> Any:
+    from tool_call_closure.runners.mcp_tools import McpServer
+
+    tools = tuple(types.Tool(name=name, input_schema={"type": "object"}) for name in names)
+    return McpServer(None, Wire(), tools)  # type: ignore[arg-type]  # never connected: only its listing is read
+
+
+def test_several_servers_share_a_batch_unless_two_list_the_same_tool() -> None:
+    closure = ToolCallClosure()
+    with pytest.raises(UsageError, match="'search' is listed by two"):
+        asyncio.run(run_mcp_tool_calls(closure, [call("c", "t")], [_listing("search", "a"), _listing("search")]))
+    with pytest.raises(UsageError, match="non-empty"):
+        asyncio.run(run_mcp_tool_calls(closure, [call("c", "t")], []))
+    assert closure.snapshot() is None
+    run = asyncio.run(run_mcp_tool_calls(closure, [call("c", "elsewhere")], [_listing("a"), _listing("b")]))
+    assert json.loads(to_json(run.snapshot.calls[0].settlement))["code"] == "unknown_tool"  # no server lists it
