@@ -125,6 +125,9 @@ def test_every_result_shape_through_the_real_server_is_recorded_as_mapped(mcp: C
     assert sorted(f.name for f in fallbacks) == ["audio", "embedded_zip", "image_svg"]
 
 
+NAMED = {"text": "any argument names", "name": "n", "server": "s", "on_fallback": "f"}
+
+
 def test_protocol_errors_and_calls_the_server_never_sees(mcp: Connected) -> None:
     async def scenario(server: McpServer) -> BatchRun:
         calls = [
@@ -132,6 +135,7 @@ def test_protocol_errors_and_calls_the_server_never_sees(mcp: Connected) -> None
             call("invalid", "bad_params", why="city is required"),
             ToolCall("not_object", "echo", [1, 2], "[1, 2]"),
             call("error", "error_structured"),
+            ToolCall("named", "echo", NAMED, json.dumps(NAMED)),
         ]
         return await run_mcp_tool_calls(ToolCallClosure(), calls, server)
 
@@ -144,6 +148,7 @@ def test_protocol_errors_and_calls_the_server_never_sees(mcp: Connected) -> None
         "provenance": "reported",
     }
     assert got["not_object"]["code"] == "invalid_tool_call"
+    assert got["named"]["content"] == "any argument names"
     assert got["error"]["message"] == 'Quota exceeded.\n{"retry_after":300,"quota":"daily"}'
 
 

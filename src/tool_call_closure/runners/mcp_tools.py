@@ -248,9 +248,14 @@ async def _call(
     name: str,
     progress_resets_timeout: bool,
     on_fallback: Callable[[McpFallback], None] | None,
+    /,
     **arguments: object,
 ) -> object:
-    """One call's tool: ``tools/call`` on the server; the result mapped, an error raised as the call's outcome."""
+    """One call's tool: ``tools/call`` on the server; the result mapped, an error raised as the call's outcome.
+
+    The parameters before ``/`` are positional-only, so the model's arguments may have any names (``name``,
+    ``server`` …): they all land in ``arguments``.
+    """
     from mcp.shared.exceptions import MCPError
 
     current = running_call()
