@@ -26,6 +26,13 @@ module             what it does
 ``fuzz_explore``   the fuzzer's model-guided scenarios, in lockstep on both sides
 ``fuzz_coverage``  the fuzzer's coverage keys, which steer what it draws
 ``fuzz_shrink``    shrink a divergence to the same one; the deviations' inputs
+``serve_agents``   capability agents in serve: each agent's requests on its own thread
+``agents``         the runner's side: concurrent blocks, their history, allowed outcomes
+``agents_model``   the table's interpreter as the checker's model (overlap-only answers too)
+``fuzz_agents``    ``fuzz --agents``: random concurrent programs, checked and shrunk
+``history``        the JSON-lines history format of ``check --history``
+``linearizability`` Wing–Gong search of a concurrent history against any sequential
+                   model (linearizable, violation with its shortest prefix, or unknown)
 ``node/``          the protocol v1 adapter of the JavaScript original
 =================  ==================================================================
 

@@ -2,36 +2,31 @@
 
 Theory of operation
 -------------------
-One :class:`Server` reads newline-delimited JSON requests, carries each out on
-the current :class:`~tool_call_closure.closure.ToolCallClosure`, and writes one response line
-per request, in order.  It is the reference's face towards conformance
-runners, so it maps protocol values to Python values exactly as the protocol
-specifies and never lets a Python exception escape: every failure becomes an
-``error`` response and the server keeps serving.
+One :class:`Server` reads newline-delimited JSON requests, carries each out on the current
+:class:`~tool_call_closure.closure.ToolCallClosure`, and writes one response line per request, in order.  It is
+the reference's face towards conformance runners, so it maps protocol values to Python values exactly as the
+protocol specifies and never lets a Python exception escape: every failure becomes an ``error`` response and the
+server keeps serving.
 
-Responses are written as :func:`~tool_call_closure.closure.to_json` writes their values; a
-value that is a tree of the library's value objects (a snapshot, a settlement
-result) goes through json's C encoder instead, checked on the way to hold
-nothing that encoder writes differently (:class:`_ResponseText`).
+Responses are written as :func:`~tool_call_closure.closure.to_json` writes their values; a value that is a tree
+of the library's value objects (a snapshot, a settlement result) goes through json's C encoder instead, checked on
+the way to hold nothing that encoder writes differently (:class:`_ResponseText`).
 
-Argument decoding turns tags into objects: handles this session created,
-look-alike handles, earlier results and structural copies of them, absent
-arguments, NaN/±Infinity, exception objects, content parts (:mod:`.parts_wire`)
-and hooks.  A :class:`Hook` is an object whose first attribute read, ``str()``
-or ``__json__`` runs nested requests (answered at once, marked ``nested``)
-before it behaves as its ``then`` value: the protocol's way to run caller
-code at every point where the implementation reads caller values.
+Argument decoding turns tags into objects: handles this session created, look-alike handles, earlier results and
+structural copies of them, absent arguments, NaN/±Infinity, exception objects, content parts (:mod:`.parts_wire`)
+and hooks.  A :class:`Hook` is an object whose first attribute read, ``str()`` or ``__json__`` runs nested
+requests (answered at once, marked ``nested``) before it behaves as its ``then`` value: the protocol's way to run
+caller code at every point where the implementation reads caller values.
 
-A request line may nest at most :data:`MAX_DEPTH` arrays and objects deep
-(nested requests and hook values included), checked iteratively before
-anything is decoded (:mod:`.wire`): deeper lines get a ``ProtocolError`` and
-change nothing, and Python's recursion limit is never reached.  Output that
-cannot be written (a closed pipe, a full disk) ends the session: the server
-stops writing and reports the error to :func:`serve`'s caller.
+A request line may nest at most :data:`MAX_DEPTH` arrays and objects deep (nested requests and hook values
+included), checked iteratively before anything is decoded (:mod:`.wire`): deeper lines get a ``ProtocolError``,
+and Python's recursion limit is never reached.  Output that cannot be written (a closed pipe, a full disk) ends
+the session: the server stops writing and reports the error to :func:`serve`'s caller.
 
-Everything added to protocol v1 after its first publication is a capability
-(:data:`CAPABILITIES`); a server made with fewer answers as v1 did without them:
-the frozen v1 subject the tests keep passing every vector it does not skip.
+Everything added to protocol v1 after its first publication is a capability (:data:`CAPABILITIES`).  A server
+made with fewer answers as v1 did without them (an unknown tag, cmd or method; ``begin`` ignoring a second
+argument; ``$undefined`` only in ``args``): the frozen v1 subject the tests keep passing every vector it does not
+skip.  With ``agents``, requests naming an agent run on that agent's thread (:mod:`.serve_agents`).
 """
 
 from __future__ import annotations
@@ -50,7 +45,8 @@ from tool_call_closure import __version__
 from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
-from tool_call_closure.conformance.parts_wire import PARTS_TAG, base64_bytes, decode_parts
+from tool_call_closure.conformance.parts_wire import PARTS_TAG, decode_parts, response_json
+from tool_call_closure.conformance.serve_agents import Agents, LockedOutput
 from tool_call_closure.conformance.wire import MAX_DEPTH, MAX_SAFE, may_nest_deeper, nesting_depth, parse_request_line
 from tool_call_closure.ecma import to_js_string
 from tool_call_closure.errors import ToolCallClosureError
@@ -86,6 +82,7 @@ CAPABILITIES: Final = (
     "gemini-export",
     "bedrock-export",
     "undefined-properties",
+    "agents",
     "content-parts",
 )
 # The methods that exist only for a subject with a capability: without it they are unknown (ProtocolError).
@@ -242,15 +239,12 @@ class _ResponseText:
         if self._encode is not None and type(value) in _VALUE_TYPES:
             try:
                 text = "".join(self._encode(value, 0))
-            except (_NotPlainFormError, ValueError, RecursionError):
+            except (_NotPlainFormError, ValueError, RecursionError, KeyError):  # KeyError: agents' threads
                 self._markers.clear()
             else:
                 if text.isascii() or _SURROGATE.search(text) is None:
                     return text
-        try:
-            return to_json(value)
-        except ToolCallClosureError:  # an export holding bytes (content parts): written as base64
-            return to_json(base64_bytes(value))
+        return response_json(value, to_json)  # to_json; an export's bytes (content parts) as base64
 
 
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
@@ -312,7 +306,6 @@ class Server:
         trace: list[str] | None = None,
         capabilities: tuple[str, ...] = CAPABILITIES,
     ) -> None:
-        self._out = out
         # Fewer capabilities make the frozen subjects of the tests: with none, the server is protocol v1 as
         # first published, which must keep passing every vector that requires nothing (tests/test_serve.py).
         # Each capability left out is refused as v1 refused it: an unknown tag, cmd or method, a begin that
@@ -340,11 +333,14 @@ class Server:
         self.finished = False
         # The first error writing the output (EPIPE, ENOSPC, ...); from then on nothing more is written.
         self.output_error: OSError | None = None
+        self.agents = Agents(self.handle_line, self._error) if "agents" in self.capabilities else None
+        self._out: Any = LockedOutput(out) if self.agents is not None else out
 
     # ------------------------------------------------------------------ output
 
     def _write(self, request_id: Any, depth: int, key: str, value_json: str) -> None:
         nested = f',"nested":{depth}' if depth else ""
+        nested = self.agents.mark(nested) if self.agents is not None else nested
         self._write_line('{"id":' + to_json(request_id) + nested + ',"' + key + '":' + value_json + "}\n")
 
     def _write_line(self, line: str) -> None:
@@ -365,7 +361,9 @@ class Server:
     # ------------------------------------------------------------------ requests
 
     def handle_line(self, line: str) -> None:
-        """Answer one request line (top level)."""
+        """Answer one request line (top level); an agent's is handed to its thread (capability ``agents``)."""
+        if self.agents is not None and self.agents.dispatch(line):
+            return
         self._clones = {}
         try:
             request = parse_request_line(line)
@@ -695,6 +693,8 @@ def serve(
         server.handle_line(line)
         if server.finished:
             break
+    if server.agents is not None:
+        server.agents.close()
     if server.output_error is not None:
         raise OutputError(server.output_error)
     return 0
