@@ -34,6 +34,7 @@ from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.ecma import utf8_length
 from tool_call_closure.errors import UsageError
 from tool_call_closure.machine.context import Run
+from tool_call_closure.machine.interpreter import MACHINE
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.values import (
     COMPLETE_RECORD,
@@ -76,6 +77,10 @@ _SIDE_EFFECTS: Final = ("unknown", "not_started")
 _SETTLEMENT_KEYS: Final = ("status", "provenance", "content", "code", "message", "sideEffectState")
 _CLOSE_KEYS: Final = ("status", "code", "message", "sideEffectState")
 _DIAGNOSTIC_KEYS: Final = ("reason", "callId", "generation", "observedStatus")
+DEFAULT_CODES: Final = frozenset(
+    {text for key, text in MACHINE.texts.items() if key.endswith("_code")} | {"error", "cancelled"}
+)
+"""The codes the closure writes itself (``tool_error``, ``superseded``, a close's status): not bound by maxCodeBytes."""
 
 
 def _invalid(where: str, problem: str) -> UsageError:
@@ -182,12 +187,14 @@ def _int(value: object, where: str, low: int) -> int:
     return value
 
 
-def _text(value: object, where: str, limit: int | None, *, nullable: bool = False) -> str | None:
+def _text(
+    value: object, where: str, limit: int | None, *, nullable: bool = False, exempt: frozenset[str] = frozenset()
+) -> str | None:
     if value is None and nullable:
         return None
     if type(value) is not str:
         raise _invalid(where, "must be a string" + (" or null" if nullable else ""))
-    if limit is not None and utf8_length(value) > limit:
+    if limit is not None and utf8_length(value) > limit and value not in exempt:
         raise _invalid(where, f"exceeds its byte limit ({limit})")
     return value
 
@@ -247,7 +254,7 @@ def _settlement(value: object, where: str, limits: Limits) -> SettlementRecord:
     status = _member(entry["status"], f"{where}.status", ("success", "error", "cancelled"))
     provenance = _member(entry["provenance"], f"{where}.provenance", ("reported", "synthetic"))
     content = _text(entry["content"], f"{where}.content", limits.max_result_bytes, nullable=True)
-    code = _text(entry["code"], f"{where}.code", limits.max_code_bytes, nullable=True)
+    code = _text(entry["code"], f"{where}.code", limits.max_code_bytes, nullable=True, exempt=DEFAULT_CODES)
     message = _text(entry["message"], f"{where}.message", limits.max_message_bytes, nullable=True)
     side = _member(entry["sideEffectState"], f"{where}.sideEffectState", (*_SIDE_EFFECTS, None))
     if status == "success":
@@ -288,7 +295,7 @@ def _close_reason(value: object, state: str, limits: Limits) -> CloseReasonRecor
         if entry["code"] is not None or entry["message"] is not None or entry["sideEffectState"] is not None:
             raise _invalid("run.closeReason", "of a sealed run has only its status")
         return COMPLETE_RECORD
-    code = _text(entry["code"], "run.closeReason.code", limits.max_code_bytes)
+    code = _text(entry["code"], "run.closeReason.code", limits.max_code_bytes, exempt=DEFAULT_CODES)
     message = _text(entry["message"], "run.closeReason.message", limits.max_message_bytes)
     side = _member(entry["sideEffectState"], "run.closeReason.sideEffectState", _SIDE_EFFECTS)
     return (status, code, message, side)
@@ -348,8 +355,9 @@ def image_bound(limits: Limits) -> int:
     cover the keys, punctuation and numbers of each object.
     """
     per_string = 6
-    settlement = 160 + per_string * (limits.max_result_bytes + limits.max_code_bytes + limits.max_message_bytes)
+    code_bytes = max(limits.max_code_bytes, *(len(code) for code in DEFAULT_CODES))
+    settlement = 160 + per_string * (limits.max_result_bytes + code_bytes + limits.max_message_bytes)
     call = 60 + per_string * (limits.max_id_bytes + limits.max_name_bytes) + settlement
     diagnostic = 110 + per_string * limits.max_id_bytes
-    close = 100 + per_string * (limits.max_code_bytes + limits.max_message_bytes)
+    close = 100 + per_string * (code_bytes + limits.max_message_bytes)
     return 700 + per_string * 256 + limits.max_calls * (call + 1) + limits.max_diagnostics * (diagnostic + 1) + close
