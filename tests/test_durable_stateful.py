@@ -183,7 +183,7 @@ TestStoreVersusMemory.settings = settings(max_examples=10, stateful_step_count=2
 @pytest.mark.slow
 def test_store_versus_memory_long() -> None:
     run_state_machine_as_test(
-        StoreVersusMemory, settings=settings(max_examples=150, stateful_step_count=50, deadline=None)
+        StoreVersusMemory, settings=settings(max_examples=80, stateful_step_count=40, deadline=None)
     )
 
 
