@@ -12,6 +12,9 @@
 ``check TRACE.jsonl``
     Replay a recorded protocol trace through the reference; report the first
     step where the recording differs.
+``fuzz --agents N`` and ``check --history FILE``
+    Concurrent programs checked for linearizability; a recorded history
+    checked against the table (:mod:`tool_call_closure.cli.agents`).
 ``vectors [--check] [--coverage] [--dir DIR]``
     Regenerate the vectors' expectations from the reference (or, with
     ``--check``, fail if the committed vectors drift); print the coverage table.
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from tool_call_closure import __version__
+from tool_call_closure.cli import agents
 from tool_call_closure.cli.bench import bench_arguments, run_bench
 from tool_call_closure.cli.outputs import output_problem
 
@@ -96,6 +100,7 @@ def _fuzz_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "Node adapter, when node and $TCC_JS or the shared seed copy are found)",
     )
     second.add_argument("--no-also", action="store_true", help="replay a divergence against no second subject")
+    agents.add_fuzz_arguments(fuzz)
     _subject_arguments(fuzz)
 
 
@@ -118,7 +123,8 @@ def _build_parser() -> argparse.ArgumentParser:
         description="A trace is JSONL: each request line (with cmd) followed by the response lines it got. "
         "Exit status: 0 agrees, 1 differs, 2 malformed trace or nothing to check (no request but hello).",
     )
-    check.add_argument("trace", type=Path, metavar="TRACE.jsonl")
+    check.add_argument("trace", type=Path, metavar="TRACE.jsonl", nargs="?")
+    agents.add_check_arguments(check)
 
     vectors = commands.add_parser("vectors", help="regenerate or check the vectors; print their coverage")
     vectors.add_argument("--dir", type=Path, metavar="DIR", help="vector directory (default: spec/vectors)")
@@ -334,6 +340,11 @@ def _run(args: argparse.Namespace) -> int:
     if command == "check":
         from tool_call_closure.conformance.conform import check_trace
 
+        if (args.history is None) == (args.trace is None):
+            return _usage("check", "give a TRACE.jsonl or --history FILE (one of the two)")
+        if args.history is not None:
+            return agents.check_history_command(args)
+
         try:
             text = args.trace.read_bytes().decode("utf-8")
         except OSError as exc:
@@ -423,6 +434,9 @@ def _fuzz(args: argparse.Namespace) -> int:
     from tool_call_closure.conformance.fuzz import fuzz
     from tool_call_closure.conformance.subject import SubjectError
 
+    if args.agents is not None:  # concurrent programs (capability agents)
+        spec = _subject_spec(args)
+        return spec if isinstance(spec, int) else agents.fuzz_agents_command(args, spec)
     problem = _fuzz_argument_problem(args)
     if problem is not None:
         return _usage("fuzz", problem)

@@ -18,7 +18,7 @@ as a recovering owner would.
 At the end the coordinator reads the stored image, merges the histories into
 one (an operation without a response gets its worker's death as its latest
 possible effect, and may or may not have taken effect) and checks it with
-the project's linearizability checker (:mod:`.conformance.linearizability`)
+the project's linearizability checker (:mod:`tool_call_closure.conformance.linearizability`)
 against the model, the closure in memory; the final image must be the
 model's state after the order found.  It also counts *double accepts* (two
 accepted settlements of one call of one generation) and *lost outcomes* (an

@@ -131,7 +131,7 @@ def model_step(state: bytes, op: list[Any], secret: bytes) -> tuple[bytes, Any]:
 
 
 def model(initial: bytes, secret: bytes) -> Model[bytes]:
-    """The closure in memory as a :class:`~.linearizability.Model` (see the module docstring)."""
+    """The closure in memory as a :class:`~tool_call_closure.conformance.linearizability.Model`."""
 
     def steps(state: bytes, operation: Operation) -> Iterable[tuple[bytes, Any]]:
         outcome = _step(state, operation.op, secret)

@@ -16,6 +16,13 @@ outcome codes (:mod:`.outcomes`):
 
 Their shared arguments are checked once, in ``options``.
 
+Tools served by MCP servers run through the asyncio runner
+(:mod:`.mcp_tools`: connect, list, run), with the MCP wire under it
+(:mod:`.mcp_wire`: ``notifications/cancelled``, late answers, progress) and
+each answer mapped to the call's outcome (:mod:`.mcp_results`).  They need
+the ``mcp`` extra and import it only when used; this package does not
+import them.
+
 Both take the calls as :class:`~tool_call_closure.providers.calls.ToolCall`
 values (what ingestion produces), a per-call timeout, a batch deadline, an
 optional concurrency limit and an :class:`AbortSignal`, and return a
