@@ -32,10 +32,21 @@ from typing import Any, Final
 
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.ecma import utf8_length
-from tool_call_closure.errors import UsageError
+from tool_call_closure.errors import ToolCallClosureError, UsageError
 from tool_call_closure.machine.context import Run
 from tool_call_closure.machine.interpreter import MACHINE
 from tool_call_closure.machine.table import TABLE
+from tool_call_closure.parts import (
+    FileInput,
+    ImageInput,
+    JsonInput,
+    JsonPart,
+    Part,
+    PartInput,
+    TextInput,
+    ToolContent,
+    content,
+)
 from tool_call_closure.values import (
     COMPLETE_RECORD,
     BatchHandle,
@@ -91,7 +102,19 @@ def _invalid(where: str, problem: str) -> UsageError:
 
 
 def _settlement_json(record: SettlementRecord | None) -> dict[str, Any] | None:
-    return None if record is None else dict(zip(_SETTLEMENT_KEYS, record, strict=True))
+    if record is None:
+        return None
+    settlement: dict[str, Any] = dict(zip(_SETTLEMENT_KEYS, record, strict=True))
+    if isinstance(record[2], ToolContent):  # content parts (D22)
+        settlement["content"] = {"$parts": [_part_json(part) for part in record[2].parts]}
+    return settlement
+
+
+def _part_json(part: Part) -> dict[str, Any]:
+    """A recorded part as the image writes it: a JSON part as its JSON *text* (sorted keys must not reorder it)."""
+    if isinstance(part, JsonPart):
+        return {"type": "json", "json": part.json, "schema": part.schema_json}
+    return part.__json__()
 
 
 def call_json(record: CallRecord) -> dict[str, Any]:
@@ -253,18 +276,61 @@ def _settlement(value: object, where: str, limits: Limits) -> SettlementRecord:
     entry = _dict(value, where, _SETTLEMENT_KEYS)
     status = _member(entry["status"], f"{where}.status", ("success", "error", "cancelled"))
     provenance = _member(entry["provenance"], f"{where}.provenance", ("reported", "synthetic"))
-    content = _text(entry["content"], f"{where}.content", limits.max_result_bytes, nullable=True)
+    raw = entry["content"]
+    recorded: str | ToolContent | None
+    if type(raw) is dict:
+        recorded = _parts(raw, f"{where}.content", limits)
+    else:
+        recorded = _text(raw, f"{where}.content", limits.max_result_bytes, nullable=True)
     code = _text(entry["code"], f"{where}.code", limits.max_code_bytes, nullable=True, exempt=DEFAULT_CODES)
     message = _text(entry["message"], f"{where}.message", limits.max_message_bytes, nullable=True)
     side = _member(entry["sideEffectState"], f"{where}.sideEffectState", (*_SIDE_EFFECTS, None))
     if status == "success":
-        shape_ok = provenance == "reported" and content is not None and code is message is side is None
+        shape_ok = provenance == "reported" and recorded is not None and code is message is side is None
     else:
-        shape_ok = content is None and code is not None and message is not None
+        shape_ok = recorded is None and code is not None and message is not None
         shape_ok = shape_ok and (side is None) == (provenance == "reported")
     if not shape_ok:
         raise _invalid(where, "has the fields of no settlement variant (spec/durable.md)")
-    return (status, provenance, content, code, message, side)
+    return (status, provenance, recorded, code, message, side)
+
+
+def _part_input(part: object, where: str) -> PartInput:
+    if type(part) is not dict:
+        raise _invalid(where, "must be an object")
+    kind, media = part.get("type"), {"media_type": part.get("mediaType"), "base64": part.get("base64")}
+    if "url" in part:
+        media = {"media_type": part.get("mediaType"), "url": part["url"]}
+    expected = {"text": {"type", "text"}, "json": {"type", "json", "schema"}}.get(str(kind))
+    if expected is not None and set(part) != expected:
+        raise _invalid(where, f"must have exactly the keys of a {kind} part")
+    if kind == "text":
+        return TextInput(part["text"])
+    if kind == "json":
+        try:
+            schema = None if part["schema"] is None else json.loads(part["schema"])
+            return JsonInput(json.loads(part["json"]), schema)
+        except (TypeError, ValueError):
+            raise _invalid(where, "must hold a JSON text and a JSON text or null schema") from None
+    if kind == "image" and set(part) <= {"type", "mediaType", "base64", "url"}:
+        return ImageInput(**media)  # type: ignore[arg-type]
+    if kind == "file" and set(part) <= {"type", "name", "mediaType", "base64", "url"}:
+        return FileInput(name=part.get("name"), **media)  # type: ignore[arg-type]
+    raise _invalid(where, "is not a text, image, file or json part")
+
+
+def _parts(value: dict[str, Any], where: str, limits: Limits) -> ToolContent:
+    """Content parts (D22) from their canonical form, checked again as ``content()`` checks them."""
+    if sorted(value) != ["$parts"] or type(value["$parts"]) is not list:
+        raise _invalid(where, 'must be a string or {"$parts": [...]}')
+    inputs = [_part_input(part, f"{where}.$parts[{i}]") for i, part in enumerate(value["$parts"])]
+    try:
+        recorded = content(inputs)
+    except ToolCallClosureError as error:
+        raise _invalid(where, f"holds an invalid part ({error})") from None
+    if recorded.size > limits.max_result_bytes:
+        raise _invalid(where, f"exceeds its byte limit ({limits.max_result_bytes})")
+    return recorded
 
 
 def _call(value: object, where: str, limits: Limits) -> CallRecord:
