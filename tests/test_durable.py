@@ -335,3 +335,33 @@ def test_a_token_for_a_long_id_is_verified_like_any_other() -> None:
     token = durable.begin([{"id": call_id, "name": "t"}]).tokens[call_id]
     assert len(token) > 12_000
     assert durable.settle(token, OK).accepted
+
+
+def test_content_parts_survive_an_image_with_their_json_text_in_its_own_order() -> None:
+    from tool_call_closure.parts import FileInput, ImageInput, JsonInput, content
+
+    closure = ToolCallClosure()
+    handle = closure.begin(calls("a", "b")).handle
+    parts = content(
+        [
+            "chart:",
+            ImageInput(media_type="image/png", data=b"\x89PNG"),
+            FileInput(name="r.pdf", media_type="application/pdf", url="https://example.com/r.pdf"),
+            JsonInput({"z": 1, "a": [1.5, None]}, schema={"type": "object"}),
+        ]
+    )
+    closure.succeed(handle, "a", parts)
+    image = image_of(closure, "c", 1)
+    jsonschema.validate(image, SCHEMA)
+    data = encode(image)
+    restored = closure_of(decode(data))
+    assert encode(image_of(restored, "c", 1)) == data
+    assert to_json(restored.snapshot()) == to_json(closure.snapshot())  # {"z": 1, "a": …}: the order kept
+    restored_handle = restored._committed_state()[0].handle  # type: ignore[union-attr]
+    assert restored.to_anthropic_tool_results(restored.close(restored_handle)) == closure.to_anthropic_tool_results(
+        closure.close(handle)
+    )
+    broken = json.loads(data)
+    broken["run"]["calls"][0]["settlement"]["content"]["$parts"][1]["mediaType"] = "image/tiff"
+    with pytest.raises(UsageError, match=r"image invalid: run.calls\[0\].settlement.content holds an invalid part"):
+        closure_of(broken)

@@ -53,6 +53,7 @@ from tool_call_closure.durable.store import Store
 __all__ = ["run_torture", "torture_arguments"]
 
 CLOSURE_ID = "torture"
+WORKER_FAILED = 3  # a worker's exit status when it could not go on (not a kill)
 SECRET = b"torture-secret-0123456789abcdef!"
 
 
@@ -126,6 +127,14 @@ def _choose(rng: random.Random, name: str, sequence: int, tokens: list[str], bat
 
 def _worker(kind: str, where: str, path: Path, name: str, deadline: float, seed: int, restore_first: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when workers end
+    try:
+        _work(kind, where, path, name, deadline, seed, restore_first)
+    except Exception as error:  # noqa: BLE001 - one line, no traceback; the coordinator counts the failure
+        print(f"torture: worker {name}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        os._exit(WORKER_FAILED)
+
+
+def _work(kind: str, where: str, path: Path, name: str, deadline: float, seed: int, restore_first: bool) -> None:
     rng = random.Random(seed)
     history = _History(path)
     durable = DurableClosure(_open_store(kind, where), CLOSURE_ID)
@@ -139,7 +148,7 @@ def _worker(kind: str, where: str, path: Path, name: str, deadline: float, seed:
             answer = execute(durable, op)
         except Exception as error:  # noqa: BLE001  # recorded as the answer (the model never raises): an anomaly
             history.line({"n": sequence, "t": time.monotonic(), "a": ["error", type(error).__name__, str(error)]})
-            os._exit(3)
+            os._exit(WORKER_FAILED)
         history.line({"n": sequence, "t": time.monotonic(), "a": answer})
         if op[0] == "claim":
             batch, tokens = answer[1], [token for _call, token in answer[2]]
@@ -299,8 +308,11 @@ def run_torture(args: argparse.Namespace, out: IO[str]) -> int:
         try:
             with _store_place(args.store, directory) as where:
                 return _torture_in(args, where, directory, rng, seed, out)
-        except (RuntimeError, OSError) as error:
-            print(f"torture: {error}", file=sys.stderr)
+        except KeyboardInterrupt:
+            print("torture: interrupted", file=sys.stderr)
+            return 130
+        except Exception as error:  # noqa: BLE001 - no server, no file, a refused connection: one line, exit 2
+            print(f"torture: {type(error).__name__}: {error}", file=sys.stderr)
             return 2
 
 
@@ -334,7 +346,10 @@ def _report(out: IO[str], run: _Run, history: list[Operation], checked: Any, tal
     observed = len(history) - 1 - tally.unanswered
     final = json.loads(history[-1].answer)
     violation = 0 if checked.verdict == "linearizable" else 1
-    anomalies = violation + tally.double_accepts + tally.lost + tally.errors + ("invalid" in final)
+    failed = sum(1 for i in run.incarnations if i.died is None and i.process.exitcode == WORKER_FAILED)
+    anomalies = violation + tally.double_accepts + tally.lost + tally.errors + ("invalid" in final) + failed
+    if failed:
+        print(f"workers that failed (not killed): {failed}", file=out)
     if "invalid" in final:
         print(f"stored image: invalid ({final['invalid']})", file=out)
         final = {"epoch": "?", "generation": "?"}

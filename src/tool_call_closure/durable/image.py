@@ -32,9 +32,21 @@ from typing import Any, Final
 
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.ecma import utf8_length
-from tool_call_closure.errors import UsageError
+from tool_call_closure.errors import ToolCallClosureError, UsageError
 from tool_call_closure.machine.context import Run
+from tool_call_closure.machine.interpreter import MACHINE
 from tool_call_closure.machine.table import TABLE
+from tool_call_closure.parts import (
+    FileInput,
+    ImageInput,
+    JsonInput,
+    JsonPart,
+    Part,
+    PartInput,
+    TextInput,
+    ToolContent,
+    content,
+)
 from tool_call_closure.values import (
     COMPLETE_RECORD,
     BatchHandle,
@@ -76,6 +88,10 @@ _SIDE_EFFECTS: Final = ("unknown", "not_started")
 _SETTLEMENT_KEYS: Final = ("status", "provenance", "content", "code", "message", "sideEffectState")
 _CLOSE_KEYS: Final = ("status", "code", "message", "sideEffectState")
 _DIAGNOSTIC_KEYS: Final = ("reason", "callId", "generation", "observedStatus")
+DEFAULT_CODES: Final = frozenset(
+    {text for key, text in MACHINE.texts.items() if key.endswith("_code")} | {"error", "cancelled"}
+)
+"""The codes the closure writes itself (``tool_error``, ``superseded``, a close's status): not bound by maxCodeBytes."""
 
 
 def _invalid(where: str, problem: str) -> UsageError:
@@ -86,7 +102,19 @@ def _invalid(where: str, problem: str) -> UsageError:
 
 
 def _settlement_json(record: SettlementRecord | None) -> dict[str, Any] | None:
-    return None if record is None else dict(zip(_SETTLEMENT_KEYS, record, strict=True))
+    if record is None:
+        return None
+    settlement: dict[str, Any] = dict(zip(_SETTLEMENT_KEYS, record, strict=True))
+    if isinstance(record[2], ToolContent):  # content parts (D22)
+        settlement["content"] = {"$parts": [_part_json(part) for part in record[2].parts]}
+    return settlement
+
+
+def _part_json(part: Part) -> dict[str, Any]:
+    """A recorded part as the image writes it: a JSON part as its JSON *text* (sorted keys must not reorder it)."""
+    if isinstance(part, JsonPart):
+        return {"type": "json", "json": part.json, "schema": part.schema_json}
+    return part.__json__()
 
 
 def call_json(record: CallRecord) -> dict[str, Any]:
@@ -182,12 +210,14 @@ def _int(value: object, where: str, low: int) -> int:
     return value
 
 
-def _text(value: object, where: str, limit: int | None, *, nullable: bool = False) -> str | None:
+def _text(
+    value: object, where: str, limit: int | None, *, nullable: bool = False, exempt: frozenset[str] = frozenset()
+) -> str | None:
     if value is None and nullable:
         return None
     if type(value) is not str:
         raise _invalid(where, "must be a string" + (" or null" if nullable else ""))
-    if limit is not None and utf8_length(value) > limit:
+    if limit is not None and utf8_length(value) > limit and value not in exempt:
         raise _invalid(where, f"exceeds its byte limit ({limit})")
     return value
 
@@ -246,18 +276,61 @@ def _settlement(value: object, where: str, limits: Limits) -> SettlementRecord:
     entry = _dict(value, where, _SETTLEMENT_KEYS)
     status = _member(entry["status"], f"{where}.status", ("success", "error", "cancelled"))
     provenance = _member(entry["provenance"], f"{where}.provenance", ("reported", "synthetic"))
-    content = _text(entry["content"], f"{where}.content", limits.max_result_bytes, nullable=True)
-    code = _text(entry["code"], f"{where}.code", limits.max_code_bytes, nullable=True)
+    raw = entry["content"]
+    recorded: str | ToolContent | None
+    if type(raw) is dict:
+        recorded = _parts(raw, f"{where}.content", limits)
+    else:
+        recorded = _text(raw, f"{where}.content", limits.max_result_bytes, nullable=True)
+    code = _text(entry["code"], f"{where}.code", limits.max_code_bytes, nullable=True, exempt=DEFAULT_CODES)
     message = _text(entry["message"], f"{where}.message", limits.max_message_bytes, nullable=True)
     side = _member(entry["sideEffectState"], f"{where}.sideEffectState", (*_SIDE_EFFECTS, None))
     if status == "success":
-        shape_ok = provenance == "reported" and content is not None and code is message is side is None
+        shape_ok = provenance == "reported" and recorded is not None and code is message is side is None
     else:
-        shape_ok = content is None and code is not None and message is not None
+        shape_ok = recorded is None and code is not None and message is not None
         shape_ok = shape_ok and (side is None) == (provenance == "reported")
     if not shape_ok:
         raise _invalid(where, "has the fields of no settlement variant (spec/durable.md)")
-    return (status, provenance, content, code, message, side)
+    return (status, provenance, recorded, code, message, side)
+
+
+def _part_input(part: object, where: str) -> PartInput:
+    if type(part) is not dict:
+        raise _invalid(where, "must be an object")
+    kind, media = part.get("type"), {"media_type": part.get("mediaType"), "base64": part.get("base64")}
+    if "url" in part:
+        media = {"media_type": part.get("mediaType"), "url": part["url"]}
+    expected = {"text": {"type", "text"}, "json": {"type", "json", "schema"}}.get(str(kind))
+    if expected is not None and set(part) != expected:
+        raise _invalid(where, f"must have exactly the keys of a {kind} part")
+    if kind == "text":
+        return TextInput(part["text"])
+    if kind == "json":
+        try:
+            schema = None if part["schema"] is None else json.loads(part["schema"])
+            return JsonInput(json.loads(part["json"]), schema)
+        except (TypeError, ValueError):
+            raise _invalid(where, "must hold a JSON text and a JSON text or null schema") from None
+    if kind == "image" and set(part) <= {"type", "mediaType", "base64", "url"}:
+        return ImageInput(**media)  # type: ignore[arg-type]
+    if kind == "file" and set(part) <= {"type", "name", "mediaType", "base64", "url"}:
+        return FileInput(name=part.get("name"), **media)  # type: ignore[arg-type]
+    raise _invalid(where, "is not a text, image, file or json part")
+
+
+def _parts(value: dict[str, Any], where: str, limits: Limits) -> ToolContent:
+    """Content parts (D22) from their canonical form, checked again as ``content()`` checks them."""
+    if sorted(value) != ["$parts"] or type(value["$parts"]) is not list:
+        raise _invalid(where, 'must be a string or {"$parts": [...]}')
+    inputs = [_part_input(part, f"{where}.$parts[{i}]") for i, part in enumerate(value["$parts"])]
+    try:
+        recorded = content(inputs)
+    except ToolCallClosureError as error:
+        raise _invalid(where, f"holds an invalid part ({error})") from None
+    if recorded.size > limits.max_result_bytes:
+        raise _invalid(where, f"exceeds its byte limit ({limits.max_result_bytes})")
+    return recorded
 
 
 def _call(value: object, where: str, limits: Limits) -> CallRecord:
@@ -288,7 +361,7 @@ def _close_reason(value: object, state: str, limits: Limits) -> CloseReasonRecor
         if entry["code"] is not None or entry["message"] is not None or entry["sideEffectState"] is not None:
             raise _invalid("run.closeReason", "of a sealed run has only its status")
         return COMPLETE_RECORD
-    code = _text(entry["code"], "run.closeReason.code", limits.max_code_bytes)
+    code = _text(entry["code"], "run.closeReason.code", limits.max_code_bytes, exempt=DEFAULT_CODES)
     message = _text(entry["message"], "run.closeReason.message", limits.max_message_bytes)
     side = _member(entry["sideEffectState"], "run.closeReason.sideEffectState", _SIDE_EFFECTS)
     return (status, code, message, side)
@@ -348,8 +421,9 @@ def image_bound(limits: Limits) -> int:
     cover the keys, punctuation and numbers of each object.
     """
     per_string = 6
-    settlement = 160 + per_string * (limits.max_result_bytes + limits.max_code_bytes + limits.max_message_bytes)
+    code_bytes = max(limits.max_code_bytes, *(len(code) for code in DEFAULT_CODES))
+    settlement = 160 + per_string * (limits.max_result_bytes + code_bytes + limits.max_message_bytes)
     call = 60 + per_string * (limits.max_id_bytes + limits.max_name_bytes) + settlement
     diagnostic = 110 + per_string * limits.max_id_bytes
-    close = 100 + per_string * (limits.max_code_bytes + limits.max_message_bytes)
+    close = 100 + per_string * (code_bytes + limits.max_message_bytes)
     return 700 + per_string * 256 + limits.max_calls * (call + 1) + limits.max_diagnostics * (diagnostic + 1) + close
