@@ -29,6 +29,12 @@ answer.
 * A ``begin`` whose validation overlapped another ``begin``'s commit raises ``generation_changed`` and changes
   nothing.  Offered where the sequential answer is a successful ``begin`` and a successful ``begin`` already in the
   order responded after this one was invoked (or never responded).
+
+Pruning (:func:`table_model` given the history).  A generation's state only grows: generations only increase,
+its diagnostics are only appended, a call settles once, a closed generation stays closed.  So an order whose
+state has gone past what an operation still to place shows (a ``snapshot``, a ``close`` or ``seal`` snapshot, a
+``begin``'s superseded one) can never explain it, and the search abandons that order at once
+(:func:`_hopeless`).  Histories with a second ``new`` or with ``maxDiagnostics`` set are not pruned.
 """
 
 from __future__ import annotations

@@ -154,6 +154,11 @@ class InProcessSubject(Subject):
             meanwhile()
         return self.raw_lines()
 
+    def close(self) -> None:
+        """End the agents' threads (capability agents), if any ran."""
+        if self._server.agents is not None:
+            self._server.agents.close()
+
     def raw_lines(self) -> list[str]:
         """The exact text of the last request's response lines."""
         return [line for line in self._buffer.getvalue().decode("utf-8").split("\n") if line]
