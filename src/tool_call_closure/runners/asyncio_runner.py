@@ -17,6 +17,11 @@ A per-call timeout is a timer on the loop: when it fires, the call is settled
 outcome whatever the tool does with the cancellation.  Once the run is
 ending, timers do nothing: every tool is cancelled at most once.
 
+A tool coroutine may ask for its :class:`RunningCall` (:func:`running_call`):
+``reset_timeout`` restarts its timer (what progress from a remote tool
+does), and ``deliver`` offers a value that arrives after the tool's task
+ended — the outcome if the call has none, else fenced and reported late.
+
 Whatever a tool raises is its outcome (``tool_error``), ``BaseException``
 subclasses included; ``KeyboardInterrupt`` and ``SystemExit`` are then let
 out of the loop, as asyncio lets them out of any task.
