@@ -284,7 +284,8 @@ def _media(part: ImageInput | FileInput, index: int, allowed: frozenset[str]) ->
         raise _invalid(index, "media_type", f"{media_type!r} is not one of {', '.join(sorted(allowed))}")
     given = [name for name in ("data", "base64", "url") if getattr(part, name) is not None]
     if len(given) != 1:
-        raise _invalid(index, "data", "needs exactly one of data, base64 or url" + (f" (got {', '.join(given)})"))
+        got = f" (got {', '.join(given)})" if given else ""
+        raise _invalid(index, "data", f"needs exactly one of data, base64 or url{got}")
     if part.url is not None:
         return media_type, None, _url(part.url, index)
     if part.data is not None:
