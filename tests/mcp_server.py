@@ -107,7 +107,7 @@ def _tool(name: str) -> types.Tool:
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[_tool(name) for name in [*SHAPES, *TOOLS]])
+    return types.ListToolsResult(tools=[_tool(name) for name in [*SHAPES, *TOOLS] if _ONLY is None or name in _ONLY])
 
 
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -130,7 +130,15 @@ async def _stdio() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+_ONLY: set[str] | None = None
+"""``--only a,b``: list only these tools (so that two servers can serve one batch without a shared name)."""
+
+
 def main(argv: list[str]) -> None:
+    global _ONLY
+    if len(argv) >= 2 and argv[0] == "--only":
+        _ONLY = set(argv[1].split(","))
+        argv = argv[2:]
     if len(argv) == 2 and argv[0] == "--http":
         import uvicorn
 

@@ -171,8 +171,9 @@ def _gemini_media(item: dict[str, Any], where: str) -> None:
     data = inline or _either(item, "fileData", "file_data") or {}
     if _either(data, "mimeType", "mime_type") not in _GEMINI_3:
         raise _refuse(f"{where}: unsupported mime type {_either(data, 'mimeType', 'mime_type')!r}")
-    if inline is not None:
-        _b64(inline.get("data"), where)
+    if inline is not None:  # proto3 JSON takes bytes in either base64 alphabet; the SDK sends the URL-safe one
+        data_text = inline.get("data")
+        _b64(data_text.replace("-", "+").replace("_", "/") if isinstance(data_text, str) else data_text, where)
     elif data:
         _url(_either(data, "fileUri", "file_uri"), where)
     else:

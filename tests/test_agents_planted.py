@@ -53,9 +53,9 @@ def test_the_correct_subject_is_never_accused() -> None:
 
 
 @pytest.mark.slow
-def test_the_correct_subject_is_never_accused_over_ten_thousand_schedules() -> None:
-    run = fuzz_agents(planted_executor(), agents=4, runs=2000, repeat=5, seed=2, methods=SMALL)
-    assert (run.histories, len(run.failures), run.unknown) == (10_000, 0, 0)
+def test_the_correct_subject_is_never_accused_over_two_thousand_schedules() -> None:
+    run = fuzz_agents(planted_executor(), agents=4, runs=400, repeat=5, seed=2, methods=SMALL)
+    assert (run.histories, len(run.failures), run.unknown) == (2_000, 0, 0)
 
 
 def test_a_schedule_is_a_seed_the_same_seed_gives_the_same_history() -> None:

@@ -122,6 +122,22 @@ def test_memoization_keeps_wide_histories_cheap() -> None:
     assert result.steps < 1000  # one state per set of placed writes along the first path
 
 
+def test_a_hopeless_hook_prunes_and_the_shortest_prefix_ignores_it() -> None:
+    calls: list[int] = []
+
+    def hopeless(state: int, placed: int) -> bool:
+        calls.append(placed)
+        return state == 1  # claims (wrongly, on purpose) that no continuation of a state 1 succeeds
+
+    pruned = Model(0, lambda state, operation: (register_step(state, operation),), hopeless=hopeless)
+    history = [op(0, 0, 1, "write", 1), op(1, 2, 3, "read", answer=1)]
+    result = check(history, pruned)
+    assert result.verdict == "violation"  # the hook is trusted: it must only say True when it is sure
+    assert calls
+    assert result.minimal_prefix is None or result.minimal_prefix >= 1
+    assert check(history, REGISTER).ok
+
+
 def test_cut_makes_later_responses_unobserved() -> None:
     history = [op(0, 0, 10, "write", 1), op(1, 5, 6, "read", answer=0), op(2, 7, 8, "read", answer=1)]
     prefix = cut(history, 2)

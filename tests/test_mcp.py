@@ -125,6 +125,9 @@ def test_every_result_shape_through_the_real_server_is_recorded_as_mapped(mcp: C
     assert sorted(f.name for f in fallbacks) == ["audio", "embedded_zip", "image_svg"]
 
 
+NAMED = {"text": "any argument names", "name": "n", "server": "s", "on_fallback": "f"}
+
+
 def test_protocol_errors_and_calls_the_server_never_sees(mcp: Connected) -> None:
     async def scenario(server: McpServer) -> BatchRun:
         calls = [
@@ -132,6 +135,7 @@ def test_protocol_errors_and_calls_the_server_never_sees(mcp: Connected) -> None
             call("invalid", "bad_params", why="city is required"),
             ToolCall("not_object", "echo", [1, 2], "[1, 2]"),
             call("error", "error_structured"),
+            ToolCall("named", "echo", NAMED, json.dumps(NAMED)),
         ]
         return await run_mcp_tool_calls(ToolCallClosure(), calls, server)
 
@@ -144,6 +148,7 @@ def test_protocol_errors_and_calls_the_server_never_sees(mcp: Connected) -> None
         "provenance": "reported",
     }
     assert got["not_object"]["code"] == "invalid_tool_call"
+    assert got["named"]["content"] == "any argument names"
     assert got["error"]["message"] == 'Quota exceeded.\n{"retry_after":300,"quota":"daily"}'
 
 
@@ -360,3 +365,19 @@ def test_the_reference_server_everything() -> None:
     assert any(part["type"] == "json" for part in got["structured"]["content"]["$parts"])
     assert json.dumps(got["links"]).count("Resource link:") == 2
     assert got["progress"]["status"] == "success"  # 1.5 s under a 0.6 s timeout: the progress kept it alive
+
+
+def test_two_servers_serve_one_batch() -> None:
+    async def scenario() -> BatchRun:
+        async with (
+            connect_stdio(sys.executable, [str(SERVER), "--only", "echo,stats"]) as first,
+            connect_stdio(sys.executable, [str(SERVER), "--only", "image,gate"]) as second,
+        ):
+            assert first.tool_names == {"echo", "stats"}
+            calls = [call("e", "echo", text="from the first"), call("i", "image"), call("t", "text")]
+            return await run_mcp_tool_calls(ToolCallClosure(), calls, [first, second])
+
+    got = outcomes(asyncio.run(scenario()))
+    assert got["e"]["content"] == "from the first"
+    assert got["i"]["content"]["$parts"][0]["type"] == "image"
+    assert got["t"]["code"] == "unknown_tool"  # neither lists it

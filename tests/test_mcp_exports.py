@@ -31,11 +31,12 @@ from typing_extensions import is_typeddict
 
 from mcp_shapes import SHAPES
 from provider_stub import check_anthropic, check_bedrock, check_chat, check_gemini, check_responses
+from stub_content import check_content
 from test_sdk_payloads import _BedrockMessage
 from tool_call_closure import Snapshot, ToolCallClosure
 from tool_call_closure.parts import FilePart, ImagePart, JsonPart, TextPart, ToolContent
 from tool_call_closure.providers import ToolCall, anthropic, bedrock, gemini, openai_chat, openai_responses
-from tool_call_closure.providers.parts_render import chat_media_message, content_fallbacks
+from tool_call_closure.providers.parts_render import content_fallbacks
 from tool_call_closure.runners.mcp_results import McpFallback, outcome_of
 from tool_call_closure.runners.outcomes import ToolCallError
 
@@ -48,6 +49,15 @@ EXPORTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("bedrock", {}),
     ("bedrock", {"media": False}),
 )
+STUB_CASES = [
+    ("openai_chat", None, {}),
+    ("openai_responses", None, {}),
+    ("anthropic", None, {}),
+    ("gemini", "gemini-3-pro-preview", {"family": "gemini-3"}),
+    ("gemini", "gemini-2.5-flash", {"family": "gemini-2"}),
+    ("bedrock", "stub.model", {"media": True}),
+    ("bedrock", "stub.no-media", {"media": False}),
+]
 SCHEMA = {"type": "object", "properties": {"temperature": {"type": "number"}, "unit": {"type": "string"}}}
 USER = "What is the weather?"
 
@@ -98,13 +108,12 @@ def _chat(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCall, .
     results = closure.to_openai_chat_completions(snapshot)
     for item in results:
         _validate(ChatCompletionToolMessageParam, item)
-    messages: list[Any] = list(openai_chat.next_messages(calls, results))
-    media = chat_media_message(snapshot)
-    if media is not None:
-        messages.append(media)
+    messages: list[Any] = list(openai_chat.next_messages(calls, results, media_from=snapshot))
     for message in messages:
         _validate(ChatCompletionMessageParam, message)
-    check_chat([{"role": "user", "content": USER}, *messages])
+    conversation = [{"role": "user", "content": USER}, *messages]
+    check_content("openai_chat", "/v1/chat/completions", {"model": "gpt-4.1", "messages": conversation})
+    check_chat(conversation)
     return messages
 
 
@@ -115,6 +124,7 @@ def _responses(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCa
     items = list(openai_responses.next_input(calls, outputs))
     for item in items:
         _validate(ResponseInputItemParam, item)
+    check_content("openai_responses", "/v1/responses", {"model": "gpt-4.1", "input": items})
     check_responses(items)
     return items
 
@@ -126,7 +136,9 @@ def _anthropic(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCa
     messages = list(anthropic.next_messages(calls, results))
     for message in messages:
         _adapter(MessageParam).validate_python(message, strict=True)
-    check_anthropic([{"role": "user", "content": USER}, *messages])
+    conversation = [{"role": "user", "content": USER}, *messages]
+    check_content("anthropic", "/v1/messages", {"model": "claude", "messages": conversation})
+    check_anthropic(conversation)
     return messages
 
 
@@ -139,23 +151,30 @@ def _gemini(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCall,
         "role": "model",
         "parts": [{"function_call": {"id": c.id, "name": c.name, "args": {}}} for c in calls],
     }
-    contents = list(gemini.next_contents(model_turn, parts))
+    contents = list(gemini.next_contents(model_turn, parts, **options))
     wire = []
     for content in contents:
         _validate(genai.ContentDict, content)
         wire.append(genai.Content.model_validate(content).model_dump(mode="json", by_alias=True, exclude_none=True))
-    check_gemini([{"role": "user", "parts": [{"text": USER}]}, *wire])
+    conversation = [{"role": "user", "parts": [{"text": USER}]}, *wire]
+    model = "gemini-2.5-flash" if options.get("family") == "gemini-2" else "gemini-3-pro-preview"
+    raw = json.loads(json.dumps({"contents": [conversation[0], *contents]}, default=_bytes_as_base64))
+    check_content("gemini", f"/v1beta/models/{model}:generateContent", raw)
+    check_gemini(conversation)
     return contents
 
 
 def _bedrock(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCall, ...], **options: Any) -> list[Any]:
     results = closure.to_bedrock_tool_results(snapshot, **options)
-    messages = list(bedrock.next_messages(calls, results))
+    messages = list(bedrock.next_messages(calls, results, **options))
     adapter = _adapter(_BedrockMessage)
     for message in messages:
         adapter.validate_python({"message": message}, strict=True)
     conversation = [{"role": "user", "content": [{"text": USER}]}, *messages]
     validate_parameters({"modelId": "m", "messages": conversation}, _converse_shape())
+    model = "stub.no-media" if options.get("media") is False else "stub.model"
+    wire = json.loads(json.dumps({"messages": conversation}, default=_bytes_as_base64))
+    check_content("bedrock", f"/model/{model}/converse", wire)
     check_bedrock(conversation)
     return messages
 
@@ -247,3 +266,40 @@ def test_what_has_no_provider_slot_is_reported_as_a_fallback() -> None:
     assert not reported["image"]
     assert not reported["embedded_pdf"]
     assert not reported["mixed"]
+
+
+@pytest.mark.slow  # a provider stub and five real SDK clients
+@pytest.mark.parametrize(("provider", "model", "options"), STUB_CASES)
+def test_every_mcp_shape_through_the_real_sdk_client_is_taken_by_the_provider_stub(
+    provider: str, model: str | None, options: dict[str, Any]
+) -> None:
+    from conversations import CONVERSATIONS
+    from provider_stub import Call, ProviderStub, Turn
+    from test_content_parts_stub import IDS, ModelBedrock, ModelGemini, _send, _strings
+
+    prefix = IDS[provider]
+    calls = tuple(Call(None if prefix is None else f"{prefix}{name}", name) for name in SHAPES)
+    with ProviderStub(max_requests=4) as stub:
+        stub.script(provider, [Turn(calls)])
+        kind = {"gemini": ModelGemini, "bedrock": ModelBedrock}.get(provider, CONVERSATIONS[provider])
+        conversation = kind(stub)
+        if model is not None:
+            conversation.model = model
+        ingested = conversation.ask()
+        closure = ToolCallClosure()
+        handle = closure.begin(ingested.calls).handle
+        fallbacks: list[McpFallback] = []
+        for tool_call in ingested.calls:
+            try:
+                value = outcome_of(SHAPES[tool_call.name], _tool(tool_call.name), on_fallback=fallbacks.append)
+            except ToolCallError as error:
+                closure.fail(handle, tool_call.id, error.message, error.code)
+            else:
+                closure.succeed(handle, tool_call.id, value)
+        snapshot = closure.seal(handle)
+        assert isinstance(snapshot, Snapshot)
+        _send(provider, conversation, closure, snapshot, **options)
+        assert stub.refusals() == []
+        sent = "\n".join(_strings(stub.requests[-1].body))
+    for note in [f.why for f in content_fallbacks(snapshot, provider, **options)] + [f.text for f in fallbacks]:
+        assert note in sent  # what the model reads where a part could not go natively

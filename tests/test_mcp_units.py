@@ -301,3 +301,45 @@ def test_an_error_answer_is_kept_as_an_mcp_error() -> None:
     (error,) = asyncio.run(scenario())
     assert isinstance(error, MCPError)
     assert error.code == -32602
+
+
+def test_the_wire_waits_for_a_bounded_number_of_cancelled_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_call_closure.runners import mcp_wire
+
+    monkeypatch.setattr(mcp_wire, "MAX_ABANDONED", 2)
+
+    async def scenario() -> tuple[int, int, list[Any]]:
+        wire, pipe = Wire(), _Pipe()
+        writer, late = wire.writer(pipe), list[Any]()
+        tokens = [wire.track() for _ in range(3)]
+        for number, token in enumerate(tokens, start=1):
+            await writer.send(_request(number, token))
+            wire.abandon(token, late.append)
+        await pipe.incoming.put(_response(1, "given up"))
+        await pipe.incoming.put(_response(3, "still awaited"))
+        reader = wire.reader(pipe)
+        await reader.receive()
+        await reader.receive()
+        return wire.pending, wire.given_up, late
+
+    pending, given_up, late = asyncio.run(scenario())
+    assert (pending, given_up) == (1, 1)
+    assert [item["content"][0]["text"] for item in late] == ["still awaited"]
+
+
+def _listing(*names: str) -> Any:
+    from tool_call_closure.runners.mcp_tools import McpServer
+
+    tools = tuple(types.Tool(name=name, input_schema={"type": "object"}) for name in names)
+    return McpServer(None, Wire(), tools)  # type: ignore[arg-type]  # never connected: only its listing is read
+
+
+def test_several_servers_share_a_batch_unless_two_list_the_same_tool() -> None:
+    closure = ToolCallClosure()
+    with pytest.raises(UsageError, match="'search' is listed by two"):
+        asyncio.run(run_mcp_tool_calls(closure, [call("c", "t")], [_listing("search", "a"), _listing("search")]))
+    with pytest.raises(UsageError, match="non-empty"):
+        asyncio.run(run_mcp_tool_calls(closure, [call("c", "t")], []))
+    assert closure.snapshot() is None
+    run = asyncio.run(run_mcp_tool_calls(closure, [call("c", "elsewhere")], [_listing("a"), _listing("b")]))
+    assert json.loads(to_json(run.snapshot.calls[0].settlement))["code"] == "unknown_tool"  # no server lists it

@@ -414,19 +414,32 @@ class ToolCallClosure:
     def to_openai_chat_completions(
         self, snapshot: Snapshot | Rejection | None = None
     ) -> list[ChatCompletionToolMessageParam]:
-        """``[{"role": "tool", "tool_call_id", "content"}]`` for a closed snapshot (default: a fresh one)."""
+        """``[{"role": "tool", "tool_call_id", "content"}]`` for a closed snapshot (default: a fresh one).
+
+        A tool message is text only: a result made of parts (D22) gives its
+        text and a note per media part; ``openai_chat.next_messages(…,
+        media_from=snapshot)`` sends the media in a user message after them.
+        """
         payload: list[ChatCompletionToolMessageParam] = self._export("to_openai_chat_completions", snapshot)
         return payload
 
     def to_openai_responses(self, snapshot: Snapshot | Rejection | None = None) -> list[ResponsesFunctionCallOutput]:
-        """``[{"type": "function_call_output", "call_id", "output"}]`` for a closed snapshot."""
+        """``[{"type": "function_call_output", "call_id", "output"}]`` for a closed snapshot.
+
+        A result made of parts (D22): ``output`` is a list of ``input_text``,
+        ``input_image`` and ``input_file`` items.
+        """
         payload: list[ResponsesFunctionCallOutput] = self._export("to_openai_responses", snapshot)
         return payload
 
     def to_anthropic_tool_results(
         self, snapshot: Snapshot | Rejection | None = None
     ) -> list[AnthropicToolResultBlockParam]:
-        """``[{"type": "tool_result", "tool_use_id", "content", "is_error"?}]`` for a closed snapshot."""
+        """``[{"type": "tool_result", "tool_use_id", "content", "is_error"?}]`` for a closed snapshot.
+
+        A result made of parts (D22): ``content`` is a list of ``text``,
+        ``image`` and ``document`` blocks.
+        """
         payload: list[AnthropicToolResultBlockParam] = self._export("to_anthropic_tool_results", snapshot)
         return payload
 

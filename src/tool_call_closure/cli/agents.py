@@ -154,7 +154,7 @@ def check_history_command(args: argparse.Namespace) -> int:
         return _usage("check", f"--history {args.history}: not UTF-8 text (byte {exc.start})")
     try:
         history = read_history(text.split("\n"))
-        result = check(history, table_model(), budget=args.budget)
+        result = check(history, table_model(history), budget=args.budget)
     except (HistoryError, ValueError) as exc:
         return _usage("check", f"--history {args.history}: {exc}")
     observed = sum(1 for o in history if o.response is not None)

@@ -119,9 +119,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        help="replay a recorded protocol trace through the reference",
+        help="replay a recorded protocol trace through the reference, or check a concurrent history",
         description="A trace is JSONL: each request line (with cmd) followed by the response lines it got. "
-        "Exit status: 0 agrees, 1 differs, 2 malformed trace or nothing to check (no request but hello).",
+        "Exit status: 0 agrees, 1 differs, 2 malformed trace or nothing to check (no request but hello). "
+        "With --history FILE instead of a trace: a concurrent history checked for linearizability.",
     )
     check.add_argument("trace", type=Path, metavar="TRACE.jsonl", nargs="?")
     agents.add_check_arguments(check)

@@ -230,7 +230,68 @@ def _normalized(request: dict[str, Any]) -> str | None:
     return None
 
 
-def table_model() -> Model[TableState]:
-    """A fresh model of the table (each check needs its own: the model keeps one server)."""
+def table_model(history: Sequence[Operation] | None = None) -> Model[TableState]:
+    """A fresh model of the table (each check needs its own: the model keeps one server).  With the ``history`` it
+    will check, the model also prunes (:func:`_observations`)."""
     model = TableModel()
-    return Model(model.init, model.steps, model.matches)
+    observations = _observations(history) if history is not None else None
+    if not observations:
+        return Model(model.init, model.steps, model.matches)
+    return Model(model.init, model.steps, model.matches, functools.partial(_hopeless, observations))
+
+
+Observation = tuple[int, int, tuple[Any, ...], dict[str, str], bool]  # (index, generation, diagnostics, calls, closed)
+
+
+def _observations(history: Sequence[Operation]) -> list[Observation]:
+    """What each operation's recorded answer shows of a generation: a snapshot (``snapshot``, ``close``, ``seal``)
+    or a ``begin``'s superseded one.  None of it is used when the history makes more than one instance (a ``new``
+    starts the generations again) or sets ``maxDiagnostics`` (dropped diagnostics break the prefix rule)."""
+    found: list[Observation] = []
+    news = 0
+    for index, op in enumerate(history):
+        request = json.loads(str(op.op))
+        if request.get("cmd") == "new":
+            news += 1
+            if news > 1 or "options" in request:
+                return []
+        if not isinstance(op.answer, list) or not op.answer or not isinstance(op.answer[-1], dict):
+            continue
+        ok = op.answer[-1].get("ok")
+        shown = ok.get("superseded") if isinstance(ok, dict) and "handle" in ok else ok
+        if isinstance(shown, dict) and isinstance(shown.get("diagnostics"), list) and "calls" in shown:
+            try:
+                diagnostics = tuple(tuple(d.values()) for d in shown["diagnostics"])
+                calls = {c["id"]: c["state"] for c in shown["calls"]}
+                found.append((index, shown["generation"], diagnostics, calls, shown["closed"] is True))
+            except (AttributeError, KeyError, TypeError):
+                continue  # not a snapshot the table could show: the search refutes it without help
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown(text: str) -> tuple[int, bool, tuple[Any, ...], dict[str, str]]:
+    snapshot = json.loads(text)
+    diagnostics = tuple(tuple(d.values()) for d in snapshot["diagnostics"])
+    return snapshot["generation"], snapshot["closed"], diagnostics, {c["id"]: c["state"] for c in snapshot["calls"]}
+
+
+def _hopeless(observations: list[Observation], state: TableState, placed: int) -> bool:
+    """True when an observation still to place shows a generation ``state`` has gone past: generations only grow,
+    a generation's diagnostics only grow at the end (below maxDiagnostics), a call settles once, a closed
+    generation stays closed."""
+    core = state.key[0]
+    if not core or core[2] is None:
+        return False
+    generation, closed, diagnostics, calls = _shown(core[2])
+    limit = 100  # the default maxDiagnostics (a history that sets it has no observations)
+    for index, shown_generation, shown_diagnostics, shown_calls, shown_closed in observations:
+        if placed >> index & 1 or shown_generation > generation:
+            continue
+        if shown_generation < generation or (closed and not shown_closed):
+            return True
+        if len(shown_diagnostics) < limit and shown_diagnostics[: len(diagnostics)] != diagnostics:
+            return True
+        if any(call_state != "pending" and shown_calls.get(i) != call_state for i, call_state in calls.items()):
+            return True
+    return False

@@ -24,6 +24,7 @@ outcomes come from the reference, so the vector fails the subject the way the fu
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from typing import Any, Final
 from tool_call_closure.conformance.agents import drive, history_of
 from tool_call_closure.conformance.agents_model import table_model
 from tool_call_closure.conformance.linearizability import DEFAULT_BUDGET, CheckResult, Operation, check
-from tool_call_closure.conformance.subject import Subject
+from tool_call_closure.conformance.subject import InProcessSubject, Subject
 
 __all__ = [
     "FULL",
@@ -144,14 +145,21 @@ def protocol_executor(subject: Subject, timeout: float = 10.0) -> Executor:
     """Run programs on a subject that has the ``agents`` capability (a new instance each time)."""
 
     def execute(program: Program, seed: int) -> list[Operation]:
-        return history_of(drive(subject, program.requests(), time.perf_counter() + timeout))
+        if not isinstance(subject, InProcessSubject):
+            return history_of(drive(subject, program.requests(), time.perf_counter() + timeout))
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # the agents' threads are this process's: switch often, so they interleave
+        try:
+            return history_of(drive(subject, program.requests(), time.perf_counter() + timeout))
+        finally:
+            sys.setswitchinterval(interval)
 
     return execute
 
 
 def judge(history: list[Operation], budget: int = DEFAULT_BUDGET) -> CheckResult:
     """The checker's verdict on a history of a program, with the table as the model."""
-    return check(history, table_model(), budget=budget)
+    return check(history, table_model(history), budget=budget)
 
 
 @dataclass(slots=True)

@@ -78,19 +78,23 @@ class Model(Generic[S]):
 
     ``steps(state, operation)`` returns the outcomes the specification allows, each a ``(next_state, answer)``
     pair; it must not change ``state``.  ``matches(answer, recorded)`` says whether the model's answer explains
-    the recorded one (equality by default).
+    the recorded one (equality by default).  ``hopeless(state, placed)``, optional, may cut the search short: True
+    when no order that continues from ``state`` (``placed``: the bit mask of the history's operations placed so
+    far) can explain the rest of the history — for instance when an operation still to place shows an older
+    state than ``state`` and the state only grows.  It must never be True when some continuation could succeed.
     """
 
     init: S
     steps: Callable[[S, Operation], Iterable[tuple[S, Any]]]
     matches: Callable[[Any, Any], bool] = operator.eq
+    hopeless: Callable[[S, int], bool] | None = None
 
     @classmethod
     def deterministic(
         cls, init: S, step: Callable[[S, Operation], tuple[S, Any]], matches: Callable[[Any, Any], bool] = operator.eq
     ) -> Model[S]:
         """A model whose step gives exactly one outcome: ``step(state, operation) -> (next_state, answer)``."""
-        return cls(init, lambda state, operation: (step(state, operation),), matches)
+        return cls(init, lambda state, operation: (step(state, operation),), matches)  # no pruning
 
 
 @dataclass(slots=True)
@@ -164,6 +168,7 @@ class _Search(Generic[S]):
     def run(self) -> bool:
         """True if linearizable, False if not; raises _OutOfBudgetError when the budget runs out."""
         init = self.model.init
+        hopeless = self.model.hopeless
         if self.required == 0:
             return True
         self.seen.add((0, init))
@@ -179,6 +184,8 @@ class _Search(Generic[S]):
                 if (placed, state) in self.seen:
                     continue
                 self.seen.add((placed, state))
+                if hopeless is not None and hopeless(state, placed):
+                    continue
                 order.append(i)
                 if placed & self.required == self.required:
                     self.best = tuple(order)
@@ -249,6 +256,7 @@ def _shortest_violating_prefix(
 ) -> int | None:
     """Bisection over the cut prefixes (a violation's longer prefixes are violations); None if the budget ends."""
     low, high = 1, len(history)  # the whole history violates
+    model = Model(model.init, model.steps, model.matches)  # a prefix's indices are not the history's: no pruning
     while low < high:
         middle = (low + high) // 2
         search = _Search(cut(history, middle), model, budget)

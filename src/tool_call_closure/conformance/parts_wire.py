@@ -23,12 +23,13 @@ by :func:`base64_bytes`.
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any, Final
 
-from tool_call_closure import FileInput, ImageInput, JsonInput, TextInput, ToolContent, content
-from tool_call_closure.errors import spec_error
+from tool_call_closure import FileInput, ImageInput, JsonInput, TextInput, ToolContent, content, to_json
+from tool_call_closure.errors import ToolCallClosureError, spec_error
 
-__all__ = ["PARTS_TAG", "base64_bytes", "decode_parts"]
+__all__ = ["PARTS_TAG", "base64_bytes", "decode_parts", "response_json"]
 
 PARTS_TAG: Final = "$parts"
 _MEMBERS: Final = {
@@ -81,3 +82,11 @@ def base64_bytes(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: base64_bytes(item) for key, item in value.items()}
     return value
+
+
+def response_json(value: Any, write: Callable[[Any], str] = to_json) -> str:
+    """``write(value)`` (``to_json``); a value holding bytes (an export of content parts) with them as base64 text."""
+    try:
+        return write(value)
+    except ToolCallClosureError:
+        return write(base64_bytes(value))

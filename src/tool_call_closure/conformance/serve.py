@@ -14,17 +14,18 @@ the way to hold nothing that encoder writes differently (:class:`_ResponseText`)
 
 Argument decoding turns tags into objects: handles this session created, look-alike handles, earlier results and
 structural copies of them, absent arguments, NaN/±Infinity, exception objects, content parts (:mod:`.parts_wire`)
-and hooks.  A :class:`Hook` is an object whose first attribute read, ``str()`` or ``__json__`` runs nested requests
-(answered at once, marked ``nested``) before it behaves as its ``then`` value: the protocol's way to run caller
-code at every point where the implementation reads caller values.
+and hooks.  A :class:`Hook` is an object whose first attribute read, ``str()`` or ``__json__`` runs nested
+requests (answered at once, marked ``nested``) before it behaves as its ``then`` value: the protocol's way to run
+caller code at every point where the implementation reads caller values.
 
 A request line may nest at most :data:`MAX_DEPTH` arrays and objects deep (nested requests and hook values
-included), checked iteratively before anything is decoded (:mod:`.wire`): deeper lines get a ``ProtocolError``
-and change nothing, and Python's recursion limit is never reached.  Output that cannot be written (a closed pipe,
-a full disk) ends the session: the server stops writing and reports the error to :func:`serve`'s caller.
+included), checked iteratively before anything is decoded (:mod:`.wire`): deeper lines get a ``ProtocolError``,
+and Python's recursion limit is never reached.  Output that cannot be written (a closed pipe, a full disk) ends
+the session: the server stops writing and reports the error to :func:`serve`'s caller.
 
-Everything added to protocol v1 after its first publication is a capability (:data:`CAPABILITIES`); a server made
-with fewer answers as v1 did without them: the frozen v1 subject the tests keep passing every vector it does not
+Everything added to protocol v1 after its first publication is a capability (:data:`CAPABILITIES`).  A server
+made with fewer answers as v1 did without them (an unknown tag, cmd or method; ``begin`` ignoring a second
+argument; ``$undefined`` only in ``args``): the frozen v1 subject the tests keep passing every vector it does not
 skip.  With ``agents``, requests naming an agent run on that agent's thread (:mod:`.serve_agents`).
 """
 
@@ -44,7 +45,7 @@ from tool_call_closure import __version__
 from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
-from tool_call_closure.conformance.parts_wire import PARTS_TAG, base64_bytes, decode_parts
+from tool_call_closure.conformance.parts_wire import PARTS_TAG, decode_parts, response_json
 from tool_call_closure.conformance.serve_agents import Agents, LockedOutput
 from tool_call_closure.conformance.wire import MAX_DEPTH, MAX_SAFE, may_nest_deeper, nesting_depth, parse_request_line
 from tool_call_closure.ecma import to_js_string
@@ -74,8 +75,15 @@ IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "ver
 # The optional protocol features this subject has (spec/protocol.md, Capabilities): a subject written before an
 # addition, which does not list it, keeps passing every vector it runs (a runner skips those that need it).
 CAPABILITIES: Final = (
-    *("hook", "tamper", "turn-guard", "nesting-limit", "gemini-export", "bedrock-export", "undefined-properties"),
-    *("agents", "content-parts"),
+    "hook",
+    "tamper",
+    "turn-guard",
+    "nesting-limit",
+    "gemini-export",
+    "bedrock-export",
+    "undefined-properties",
+    "agents",
+    "content-parts",
 )
 # The methods that exist only for a subject with a capability: without it they are unknown (ProtocolError).
 METHOD_CAPABILITIES: Final = {
@@ -236,10 +244,7 @@ class _ResponseText:
             else:
                 if text.isascii() or _SURROGATE.search(text) is None:
                     return text
-        try:
-            return to_json(value)
-        except ToolCallClosureError:  # an export holding bytes (content parts): written as base64
-            return to_json(base64_bytes(value))
+        return response_json(value, to_json)  # to_json; an export's bytes (content parts) as base64
 
 
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:

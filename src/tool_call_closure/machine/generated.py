@@ -57,7 +57,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
-TABLE_SHA256: Final = "bc899ea697a3f1dc24577e6282f4a8d6167540b6669a8ae6eacb96ba99a95a9a"
+TABLE_SHA256: Final = "3f40374bcba630ed5987d6051dc46043db539ffd70df08c038a3e327a31bdf66"
 SOURCES_SHA256: Final = "1fdd8abd1599c75085376361ac649b02ab6667548f9de7afd1902de18b5fdcc5"
 
 

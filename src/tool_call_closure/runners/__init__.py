@@ -35,8 +35,16 @@ virtual clock under a scheduler it controls, through every interleaving of
 tools, timers and disturbances (see ``tests/test_runner_sim.py``).
 """
 
-from tool_call_closure.runners.asyncio_runner import AsyncTools, run_tool_calls
-from tool_call_closure.runners.outcomes import AbortSignal, BatchRun, Ending, LateResult, RunnerCode, StaleTurn
+from tool_call_closure.runners.asyncio_runner import AsyncTools, RunningCall, run_tool_calls, running_call
+from tool_call_closure.runners.outcomes import (
+    AbortSignal,
+    BatchRun,
+    Ending,
+    LateResult,
+    RunnerCode,
+    StaleTurn,
+    ToolCallError,
+)
 from tool_call_closure.runners.thread_runner import SyncTools, run_tool_calls_in_threads
 
 __all__ = [
@@ -46,8 +54,11 @@ __all__ = [
     "Ending",
     "LateResult",
     "RunnerCode",
+    "RunningCall",
     "StaleTurn",
     "SyncTools",
+    "ToolCallError",
     "run_tool_calls",
     "run_tool_calls_in_threads",
+    "running_call",
 ]

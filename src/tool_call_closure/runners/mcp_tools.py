@@ -143,7 +143,7 @@ async def connect_streamable_http(url: str, *, http_client: Any = None) -> Async
 async def run_mcp_tool_calls(
     closure: ToolCallClosure,
     calls: Sequence[ToolCall],
-    server: McpServer,
+    server: McpServer | Sequence[McpServer],
     *,
     turn: None = None,
     call_timeout: float | None = None,
@@ -161,7 +161,7 @@ async def run_mcp_tool_calls(
 async def run_mcp_tool_calls(
     closure: ToolCallClosure,
     calls: Sequence[ToolCall],
-    server: McpServer,
+    server: McpServer | Sequence[McpServer],
     *,
     turn: TurnToken,
     call_timeout: float | None = None,
@@ -178,7 +178,7 @@ async def run_mcp_tool_calls(
 async def run_mcp_tool_calls(
     closure: ToolCallClosure,
     calls: Sequence[ToolCall],
-    server: McpServer,
+    server: McpServer | Sequence[McpServer],
     *,
     turn: TurnToken | None = None,
     call_timeout: float | None = None,
@@ -192,6 +192,9 @@ async def run_mcp_tool_calls(
 ) -> BatchRun | StaleTurn:
     """Announce ``calls`` on ``closure``, run them on the MCP ``server``, and return the closed batch's report.
 
+    ``server`` may be several servers: each call goes to the one that listed
+    its tool (a name two of them list is refused before anything is announced).
+
     The options are :func:`~.asyncio_runner.run_tool_calls`'s, with one more:
     ``progress_resets_timeout`` — each progress notification the server sends
     for a call restarts that call's ``call_timeout`` (the ``deadline`` still
@@ -201,14 +204,14 @@ async def run_mcp_tool_calls(
     it was, because no provider slot takes it (audio, say; see
     :mod:`.mcp_results`).
     """
-    if not isinstance(server, McpServer):
-        raise UsageError(f"server must be an McpServer (from connect_stdio/connect_streamable_http), got {server!r}")
+    servers = _servers_by_tool(server)
     if not isinstance(progress_resets_timeout, bool):
         raise UsageError(f"progress_resets_timeout must be a bool, got {type(progress_resets_timeout).__name__}")
     if on_fallback is not None and not callable(on_fallback):
         raise UsageError(f"on_fallback must be a function or None, got {type(on_fallback).__name__}")
     tools = {
-        name: functools.partial(_call, server, name, progress_resets_timeout, on_fallback) for name in server.tool_names
+        name: functools.partial(_call, owner, name, progress_resets_timeout, on_fallback)
+        for name, owner in servers.items()
     }
     return await run_tool_calls(
         closure,
@@ -224,14 +227,35 @@ async def run_mcp_tool_calls(
     )
 
 
+def _servers_by_tool(server: object) -> dict[str, McpServer]:
+    """Each tool name → the server that listed it; refused when a name is listed by two servers (ambiguous)."""
+    servers = [server] if isinstance(server, McpServer) else server
+    if not isinstance(servers, Sequence) or isinstance(servers, str) or not servers:
+        raise UsageError(f"server must be an McpServer or a non-empty sequence of them, got {server!r}")
+    owners: dict[str, McpServer] = {}
+    for index, each in enumerate(servers):
+        if not isinstance(each, McpServer):
+            raise UsageError(f"server[{index}] must be an McpServer (from connect_stdio …), got {type(each).__name__}")
+        for name in sorted(each.tool_names):
+            if name in owners and owners[name] is not each:
+                raise UsageError(f"tool {name!r} is listed by two of the servers: a call of it would be ambiguous")
+            owners[name] = each
+    return owners
+
+
 async def _call(
     server: McpServer,
     name: str,
     progress_resets_timeout: bool,
     on_fallback: Callable[[McpFallback], None] | None,
+    /,
     **arguments: object,
 ) -> object:
-    """One call's tool: ``tools/call`` on the server; the result mapped, an error raised as the call's outcome."""
+    """One call's tool: ``tools/call`` on the server; the result mapped, an error raised as the call's outcome.
+
+    The parameters before ``/`` are positional-only, so the model's arguments may have any names (``name``,
+    ``server`` …): they all land in ``arguments``.
+    """
     from mcp.shared.exceptions import MCPError
 
     current = running_call()

@@ -27,7 +27,9 @@ it arrives — the runner offers it to the closure, which fences it after the
 call's outcome, and ``on_late`` hears of it.  A response never comes when
 the server honoured the cancellation (the ``mcp`` server never answers a
 request it was told to cancel) or the connection ended; the wire then drops
-the call when the connection ends.  Everything runs on the event loop that
+the call when the connection ends.  At most :data:`MAX_ABANDONED` cancelled
+calls wait at once (a long session with many cancellations stays bounded):
+past that the oldest is given up and counted in ``Wire.given_up``.  Everything runs on the event loop that
 runs the session, so the wire needs no lock.
 
 Progress.  With ``progress_resets_timeout`` the request carries a progress
@@ -55,6 +57,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TOKEN_KEY", "LateHandler", "Wire", "call_on_wire"]
 
+MAX_ABANDONED: Final = 10_000
+"""How many cancelled calls the wire keeps waiting for a late answer; beyond it the oldest is given up (counted)."""
+
 TOKEN_KEY: Final = "io.github.tool-call-closure/call"
 """The ``_meta`` key by which the wire recognises a runner's ``tools/call`` request (removed before sending)."""
 
@@ -74,13 +79,17 @@ class _Tracked:
 class Wire:
     """Pass-through streams between a ``ClientSession`` and its transport that keep each runner call's response."""
 
-    __slots__ = ("_by_id", "_calls", "_closed", "_tokens")
+    __slots__ = ("_abandoned", "_by_id", "_calls", "_closed", "_tokens", "given_up")
 
     def __init__(self) -> None:
         self._tokens = itertools.count(1)
         self._calls: dict[str, _Tracked] = {}
         self._by_id: dict[str, str] = {}
+        self._abandoned: dict[str, None] = {}  # cancelled calls waiting for a late answer, oldest first
         self._closed = False
+        self.given_up = 0
+        """Cancelled calls no longer waited for (more than :data:`MAX_ABANDONED` at once): a late answer to one
+        of them is dropped as the session drops it."""
 
     # -- the streams -------------------------------------------------------------------------------------------
 
@@ -135,13 +144,15 @@ class Wire:
             tracked.response = MCPError.from_error_data(message.error)
         if tracked.on_late is not None:  # the call's task ended without it: the result is late
             del self._calls[token]
+            self._abandoned.pop(token, None)
             tracked.on_late(tracked.response)
 
     def _ended(self) -> None:
         """The connection ended: no tracked call will be answered any more."""
         self._closed = True
-        for token in [token for token, tracked in self._calls.items() if tracked.on_late is not None]:
-            del self._calls[token]
+        for token in self._abandoned:
+            self._calls.pop(token, None)
+        self._abandoned.clear()
         self._by_id.clear()
 
     # -- the calls ---------------------------------------------------------------------------------------------
@@ -171,6 +182,12 @@ class Wire:
             self.forget(token)
         else:
             tracked.on_late = on_late
+            self._abandoned[token] = None
+            if len(self._abandoned) > MAX_ABANDONED:
+                oldest = next(iter(self._abandoned))
+                del self._abandoned[oldest]
+                self.forget(oldest)
+                self.given_up += 1
 
     @property
     def pending(self) -> int:
