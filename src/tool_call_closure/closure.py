@@ -267,7 +267,7 @@ class ToolCallClosure:
         exception it raises is logged (logger ``tool_call_closure``) and changes nothing.
         """
         if on_end is None and self._machine is _SHIPPED:
-            result: BeginResult | Rejection = generated.enter_begin(self, "begin", calls, turn)
+            result: BeginResult | Rejection = generated.method_begin(self, calls, turn)
         elif on_end is None:
             result = self._machine.entries["begin"](self, "begin", calls, turn)
         else:
@@ -289,16 +289,14 @@ class ToolCallClosure:
         diagnostic).  Invalid arguments raise for a current, open, pending call.
         """
         if self._machine is _SHIPPED:
-            return generated.enter_settle(self, "settle", handle, call_id, outcome)  # type: ignore[no-any-return]
+            return generated.method_settle(self, handle, call_id, outcome)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](self, "settle", handle, call_id, outcome=outcome)
         return result
 
     def succeed(self, handle: BatchHandle, call_id: str, content: Any = ABSENT) -> SettlementResult:
         """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
-        if self._machine is _SHIPPED:  # the checked-in machine, its parameters by position (what SettleContext takes)
-            return generated.enter_settle(  # type: ignore[no-any-return]
-                self, "succeed", handle, call_id, ABSENT, "success", content
-            )
+        if self._machine is _SHIPPED:  # the checked-in machine: succeed's own entry point (generated.METHODS)
+            return generated.method_succeed(self, handle, call_id, content)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](
             self, "succeed", handle, call_id, fixed_status="success", content=content
         )
@@ -309,9 +307,7 @@ class ToolCallClosure:
     ) -> SettlementResult:
         """``settle`` with status error; an exception contributes its text, never its traceback."""
         if self._machine is _SHIPPED:
-            return generated.enter_settle(  # type: ignore[no-any-return]
-                self, "fail", handle, call_id, ABSENT, "error", ABSENT, error, True, code, _FAIL_CODE
-            )
+            return generated.method_fail(self, handle, call_id, error, code)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](
             self,
             "fail",
@@ -330,9 +326,7 @@ class ToolCallClosure:
     ) -> SettlementResult:
         """``settle`` with status cancelled."""
         if self._machine is _SHIPPED:
-            return generated.enter_settle(  # type: ignore[no-any-return]
-                self, "cancel", handle, call_id, ABSENT, "cancelled", ABSENT, message, False, code, _CANCEL_CODE
-            )
+            return generated.method_cancel(self, handle, call_id, message, code)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](
             self,
             "cancel",
@@ -354,7 +348,7 @@ class ToolCallClosure:
         generation it returns a fresh snapshot without reading ``reason``.
         """
         if self._machine is _SHIPPED:
-            result: Snapshot | Rejection = generated.enter_close(self, "close", handle, reason)
+            result: Snapshot | Rejection = generated.method_close(self, handle, reason)
         else:
             result = self._machine.entries["close"](self, "close", handle, reason)
         if self._end_watch.active and isinstance(result, Snapshot):
@@ -516,8 +510,6 @@ _EXPORTERS: Final = _bind_renderers(MACHINE)  # the shipped table's formats all 
 # The shipped machine when it runs the checked-in module (machine/generated.py): the methods call its functions
 # directly, positionally.  None when that module is stale or TCC_MACHINE=walk: every call goes through entries.
 _SHIPPED: Final = MACHINE if MACHINE.origin == "checked in" else None
-_FAIL_CODE: Final = MACHINE.texts["fail_code"]
-_CANCEL_CODE: Final = MACHINE.texts["cancel_code"]
 
 
 def create_tool_call_closure(**options: Any) -> ToolCallClosure:

@@ -90,6 +90,7 @@ __all__ = [
     "draft_from",
     "draft_of",
     "install",
+    "install_call",
     "install_diagnostic",
     "install_fields",
     "record_rejection",
@@ -331,7 +332,8 @@ class BeginContext(RejectContext):
     __slots__ = ("calls_arg", "index", "start_generation", "superseded", "turn", "turn_generation", "validated")
     WORKING: ClassVar[Mapping[str, str]] = {
         **RejectContext.WORKING,
-        "start_generation": "closure._generation",  # BEG-5: a nested begin changes it
+        # BEG-5: a nested begin changes it (the counter, read from the run: closure._generation without its call)
+        "start_generation": "0 if closure._run is None else closure._run.generation",
         "turn_generation": "None",
         "validated": "[]",
         "index": "{}",
@@ -490,6 +492,15 @@ def install_fields(closure: Instance, draft: Run | None, staged_call: tuple[int,
         run = closure._run
         assert run is not None
         run.calls[staged_call[0]] = staged_call[1]  # a settlement: one call record replaced
+
+
+def install_call(run: Run | None, position: int, call: CallRecord) -> None:
+    """:func:`install_fields` of a settlement, as a method's fast entry point commits it (``machine.specialize``).
+
+    ``run`` is the installed run (read under the lock); the one list-item assignment is the whole write.
+    """
+    assert run is not None
+    run.calls[position] = call
 
 
 def draft_from(closure: Instance) -> Run:
