@@ -57,6 +57,7 @@ from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import spec_error
 from tool_call_closure.values import (
     CALL_SETTLEMENT,
+    CALL_STATE,
     BatchHandle,
     CallRecord,
     CloseReasonRecord,
@@ -96,6 +97,7 @@ __all__ = [
     "record_rejection",
     "reentry_error",
     "registered_snapshot",
+    "superseded_snapshot",
 ]
 
 Renderer = Callable[[Sequence[CallRecord], dict[str, Any]], list[dict[str, Any]]]
@@ -191,7 +193,7 @@ def registered_snapshot(
     calls: tuple[CallRecord, ...],
     diagnostics: tuple[DiagnosticRecord, ...],
 ) -> Snapshot:
-    """``take_snapshot``'s view and registration (semantics.py), of records frozen by ``snapshot_source``.
+    """``take_snapshot``'s view and registration (semantics.py), of records frozen at a commit.
 
     Called on the first read of ``BeginResult.superseded``, outside the
     instance's lock: it reads nothing but its arguments, and the registration
@@ -200,6 +202,28 @@ def registered_snapshot(
     view = snapshot_view(generation, closed, close_reason, calls, diagnostics)
     records[id(view)] = SnapshotRecord(view, closed, calls, records)  # SNAP-5, as take_snapshot registers
     return view
+
+
+def superseded_snapshot(
+    records: dict[int, SnapshotRecord],
+    generation: int,
+    closed: bool,
+    reason: CloseReasonRecord,
+    pending: str,
+    target: str | None,
+    calls: tuple[CallRecord, ...],
+    diagnostics: tuple[DiagnosticRecord, ...],
+) -> Snapshot:
+    """:func:`registered_snapshot` of a generation ``begin`` superseded (``semantics.supersede``), built on first read.
+
+    Its calls as frozen at the commit, every ``pending`` one moved to ``target`` with one shared synthetic
+    settlement of ``reason``: the records a close of that generation writes, as a draft would have held them.
+    """
+    if target is not None:
+        status, code, message, side_effect_state = reason
+        settlement: SettlementRecord = (status, "synthetic", None, code, message, side_effect_state)  # one, shared
+        calls = tuple((call[0], call[1], target, settlement) if call[CALL_STATE] == pending else call for call in calls)
+    return registered_snapshot(records, generation, closed, reason, calls, diagnostics)
 
 
 def _forget_record(record: SnapshotRecord) -> None:

@@ -59,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "c5dae87103c251fb1be3b7c6107878a050b72e411dc2cce97884b79daf471982"
+SOURCES_SHA256: Final = "0f5a285850d093d9c56caf7dd11bb47ee4bdfc4266a2ad45df36c900ee12ff00"
 
 
 def spill_BeginContext(
@@ -305,7 +305,8 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             # effect supersede: inlined from tool_call_closure.machine.semantics.supersede
             effect_supersede__closure = closure
             effect_supersede__machine = effect_supersede__closure._machine
-            effect_supersede__closed = draft if draft is not None else (draft := draft_from(closure))
+            effect_supersede__run = effect_supersede__closure._run
+            assert effect_supersede__run is not None
             effect_supersede__status = effect_supersede__machine.effect_run_to["supersede"]
             effect_supersede__texts = effect_supersede__machine.texts
             effect_supersede__reason: semantics_.CloseReasonRecord = (
@@ -314,15 +315,34 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
                 effect_supersede__closure._superseded_message,
                 "unknown",
             )
-            semantics_._close_calls(
-                effect_supersede__machine,
-                effect_supersede__closed,
-                effect_supersede__reason,
-                effect_supersede__machine.call_events["supersede"][effect_supersede__status],
+            effect_supersede__event = effect_supersede__machine.call_events["supersede"][effect_supersede__status]
+            effect_supersede__pending = effect_supersede__machine.initial_call_state
+            effect_supersede__target = effect_supersede__machine.effect_call_next["supersede"].get(
+                (effect_supersede__pending, effect_supersede__status)
             )
-            effect_supersede__closed.close_reason = effect_supersede__reason
-            effect_supersede__closed.state = effect_supersede__status
-            superseded = semantics_.snapshot_source(effect_supersede__closure, effect_supersede__closed)
+            effect_supersede__calls = tuple(effect_supersede__run.calls)
+            if effect_supersede__target is None:
+                semantics_._close_calls(
+                    effect_supersede__machine,
+                    effect_supersede__run.draft(),
+                    effect_supersede__reason,
+                    effect_supersede__event,
+                )
+            effect_supersede__closed = effect_supersede__status in effect_supersede__machine.closed
+            effect_supersede__diagnostics = tuple(effect_supersede__run.diagnostics)
+            superseded = (
+                semantics_.superseded_snapshot,
+                (
+                    effect_supersede__closure._records,
+                    effect_supersede__run.generation,
+                    effect_supersede__closed,
+                    effect_supersede__reason,
+                    effect_supersede__pending,
+                    effect_supersede__target,
+                    effect_supersede__calls,
+                    effect_supersede__diagnostics,
+                ),
+            )
             # effect start_generation: inlined from tool_call_closure.machine.semantics.start_generation
             effect_start_generation__run = closure._run
             effect_start_generation__generation = (
@@ -1811,7 +1831,7 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
             if trace is not None:
                 trace.append("begin.commit.supersede")
             effect_supersede__machine = closure._machine
-            effect_supersede__closed = draft if draft is not None else (draft := draft_from(closure))
+            assert run is not None
             effect_supersede__status = effect_supersede__machine.effect_run_to["supersede"]
             effect_supersede__texts = effect_supersede__machine.texts
             effect_supersede__reason: semantics_.CloseReasonRecord = (
@@ -1820,15 +1840,31 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
                 closure._superseded_message,
                 "unknown",
             )
-            semantics_._close_calls(
-                effect_supersede__machine,
-                effect_supersede__closed,
-                effect_supersede__reason,
-                effect_supersede__machine.call_events["supersede"][effect_supersede__status],
+            effect_supersede__event = effect_supersede__machine.call_events["supersede"][effect_supersede__status]
+            effect_supersede__pending = effect_supersede__machine.initial_call_state
+            effect_supersede__target = effect_supersede__machine.effect_call_next["supersede"].get(
+                (effect_supersede__pending, effect_supersede__status)
             )
-            effect_supersede__closed.close_reason = effect_supersede__reason
-            effect_supersede__closed.state = effect_supersede__status
-            superseded = semantics_.snapshot_source(closure, effect_supersede__closed)
+            effect_supersede__calls = tuple(run.calls)
+            if effect_supersede__target is None:
+                semantics_._close_calls(
+                    effect_supersede__machine, run.draft(), effect_supersede__reason, effect_supersede__event
+                )
+            effect_supersede__closed = effect_supersede__status in effect_supersede__machine.closed
+            effect_supersede__diagnostics = tuple(run.diagnostics)
+            superseded = (
+                semantics_.superseded_snapshot,
+                (
+                    closure._records,
+                    run.generation,
+                    effect_supersede__closed,
+                    effect_supersede__reason,
+                    effect_supersede__pending,
+                    effect_supersede__target,
+                    effect_supersede__calls,
+                    effect_supersede__diagnostics,
+                ),
+            )
             effect_start_generation__generation = (0 if run is None else run.generation) + 1
             draft = semantics_.Run(
                 effect_start_generation__generation,

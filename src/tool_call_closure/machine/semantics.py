@@ -50,7 +50,7 @@ from tool_call_closure.machine.context import (
     SettleContext,
     SnapshotRecord,
     draft_of,
-    registered_snapshot,
+    superseded_snapshot,
 )
 from tool_call_closure.machine.reading import CLOSE_STATUSES as _CLOSE_STATUSES
 from tool_call_closure.machine.reading import (
@@ -84,7 +84,6 @@ from tool_call_closure.values import (
     Limits,
     SettlementRecord,
     Snapshot,
-    SnapshotSource,
     TurnToken,
     accepted_view,
     new_begin_result,
@@ -424,15 +423,25 @@ def _close_calls(machine: MachineView, run: Run, reason: CloseReasonRecord, even
 def supersede(ctx: BeginContext) -> None:
     closure = ctx.closure
     machine = closure._machine
-    closed = draft_of(ctx)  # the superseded generation, closed aside; the new run replaces it at install
+    run = closure._run  # the superseded generation: the new run replaces it at install; it is not written
+    assert run is not None
     status = machine.effect_run_to["supersede"]
     texts = machine.texts
     reason: CloseReasonRecord = (status, texts["superseded_code"], closure._superseded_message, "unknown")
-    _close_calls(machine, closed, reason, machine.call_events["supersede"][status])
-    closed.close_reason = reason
-    closed.state = status
-    # Before the generation number changes (SUP-3): its records, frozen now; the view is built on first read.
-    ctx.superseded = snapshot_source(closure, closed)
+    event = machine.call_events["supersede"][status]
+    pending = machine.initial_call_state
+    # Its pending calls are closed in its snapshot, the one place they are seen again: the call machine's move is
+    # resolved now, one for all of them (they share the pending state), and applied when the snapshot is built.
+    target = machine.effect_call_next["supersede"].get((pending, status))
+    calls = tuple(run.calls)  # frozen before the generation number changes (SUP-3); the view is built on first read
+    if target is None:
+        _close_calls(machine, run.draft(), reason, event)  # raises the table's error if a call is pending
+    closed = status in machine.closed
+    diagnostics = tuple(run.diagnostics)
+    ctx.superseded = (
+        superseded_snapshot,
+        (closure._records, run.generation, closed, reason, pending, target, calls, diagnostics),
+    )
 
 
 def start_generation(ctx: BeginContext) -> None:
@@ -509,19 +518,6 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     # The identity registry exports consult (SNAP-5): the record is a weak reference to the view.
     closure._records[id(view)] = SnapshotRecord(view, closed, calls, closure._records)
     return view
-
-
-def snapshot_source(closure: Instance, run: Run) -> SnapshotSource:
-    """What :func:`take_snapshot` would build from ``run`` now, its records frozen (tuples), to be built later.
-
-    The snapshot built on first read (``BeginResult.superseded``, from any
-    thread, at any time) is then this moment's, whatever happens to ``run``.
-    """
-    closed = run.state in closure._machine.closed
-    return (
-        registered_snapshot,
-        (closure._records, run.generation, closed, run.close_reason, tuple(run.calls), tuple(run.diagnostics)),
-    )
 
 
 def _begin_result(ctx: BeginContext) -> BeginResult:
