@@ -64,7 +64,9 @@ _CHECKED_IN = generated.__file__  # the shipped table's compiled machine, checke
 _OWN_GENERATED = "<tool-call-closure "  # the compiled table and the view builders (values.py)
 _WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})  # the registry's WeakValueDictionary
 _PLUMBING_LINE = "with lock:"  # a generated operation's acquisition and release of the lock
-_INSTALLS = frozenset({"install", "install_fields", "install_diagnostic"})  # the one-assignment steps of context.py
+_INSTALLS = frozenset(
+    {"install", "install_fields", "install_call", "install_diagnostic"}
+)  # the one-assignment steps of context.py
 
 
 class InjectedFault(BaseException):

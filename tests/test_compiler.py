@@ -147,7 +147,7 @@ def test_a_traceback_from_the_shipped_path_names_the_checked_in_module() -> None
         c.begin("not a list")
     frames = traceback.extract_tb(info.value.__traceback__)
     generated = [f for f in frames if f.filename == str(GENERATED_PATH)]
-    assert [f.name for f in generated] == ["enter_begin"]
+    assert [f.name for f in generated] == ["method_begin"]  # begin's own entry point (machine.specialize)
     assert generated[0].line == 'raise semantics_.spec_error("calls_not_array")'  # a real file's real line
     assert GENERATED_PATH.read_text().splitlines()[generated[0].lineno - 1].strip() == generated[0].line
 
@@ -249,8 +249,8 @@ def test_an_inlined_body_reads_its_module_globals_when_it_runs(monkeypatch: pyte
     monkeypatch.setattr(semantics, "serialize_content", spying)
     closure = create_tool_call_closure()  # the shipped, already compiled machine
     handle = closure.begin([{"id": "a", "name": "t"}]).handle
-    closure.succeed(handle, "a", "text")
-    assert seen == ["text"]
+    closure.succeed(handle, "a", "tëxt")  # (a plain ASCII text is stored without the call: normalize_outcome)
+    assert seen == ["tëxt"]
 
 
 def test_an_implementation_that_does_not_qualify_is_called_and_behaves_the_same() -> None:
@@ -434,8 +434,9 @@ class _Mapping(dict[str, Any]):
 @pytest.mark.parametrize(
     ("effect", "operation", "expected"),
     [
-        ("normalize_outcome", lambda c, h: c.succeed(h, "a", "plain text"), True),
-        ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": [1, "b", None]}), True),  # plain data
+        # (Non-ASCII texts: a plain ASCII text within the limit is stored without calling serialize_content.)
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", "plain tëxt"), True),
+        ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": [1, "bé", None]}), True),  # plain data
         ("normalize_outcome", lambda c, h: c.succeed(h, "a", _Mapping(a=1)), False),  # a subclass: caller code
         ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": _Text("b")}), False),
         ("normalize_outcome", lambda c, h: c.succeed(h, "a", {"a": 1.5e300}), False),  # not the C encoder's text

@@ -215,7 +215,7 @@ def test_public_surface() -> None:
         "truncate_utf8",
         "utf8_length",
     ]
-    assert sorted(ecma_json_all) == ["json_stringify", "plain_json_text"]
+    assert sorted(ecma_json_all) == ["error_text", "json_stringify", "plain_json_text"]
 
 
 # --------------------------------------------------------------------------- #

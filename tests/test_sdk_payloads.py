@@ -185,13 +185,13 @@ def test_ADP_5_an_export_renders_each_distinct_settlement_once(monkeypatch: pyte
     from tool_call_closure.providers import result_text as module
 
     rendered: list[object] = []
-    real = module.json_stringify
+    real = module.record_text
 
-    def counting(value: object, *args: Any) -> str:
+    def counting(value: Any) -> str:
         rendered.append(value)
-        return real(value, *args)
+        return real(value)
 
-    monkeypatch.setattr(module, "json_stringify", counting)
+    monkeypatch.setattr(module, "record_text", counting)
     closure = ToolCallClosure()
     batch = closure.begin([{"id": f"c{i}", "name": "t"} for i in range(6)])
     closure.succeed(batch.handle, "c0", "ok")

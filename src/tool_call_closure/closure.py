@@ -291,7 +291,7 @@ class ToolCallClosure:
         exception it raises is logged (logger ``tool_call_closure``) and changes nothing.
         """
         if on_end is None and self._machine is _SHIPPED:
-            result: BeginResult | Rejection = generated.enter_begin(self, "begin", calls, turn)
+            result: BeginResult | Rejection = generated.method_begin(self, calls, turn)
         elif on_end is None:
             result = self._machine.entries["begin"](self, "begin", calls, turn)
         else:
@@ -313,7 +313,7 @@ class ToolCallClosure:
         diagnostic).  Invalid arguments raise for a current, open, pending call.
         """
         if self._machine is _SHIPPED:
-            return generated.enter_settle(self, "settle", handle, call_id, outcome)  # type: ignore[no-any-return]
+            return generated.method_settle(self, handle, call_id, outcome)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](self, "settle", handle, call_id, outcome=outcome)
         return result
 
@@ -324,10 +324,8 @@ class ToolCallClosure:
         images, files and JSON, recorded as they are (``max_result_bytes`` bounds
         their ``size``) and rendered natively by each export.
         """
-        if self._machine is _SHIPPED:  # the checked-in machine, its parameters by position (what SettleContext takes)
-            return generated.enter_settle(  # type: ignore[no-any-return]
-                self, "succeed", handle, call_id, ABSENT, "success", content
-            )
+        if self._machine is _SHIPPED:  # the checked-in machine: succeed's own entry point (generated.METHODS)
+            return generated.method_succeed(self, handle, call_id, content)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](
             self, "succeed", handle, call_id, fixed_status="success", content=content
         )
@@ -338,9 +336,7 @@ class ToolCallClosure:
     ) -> SettlementResult:
         """``settle`` with status error; an exception contributes its text, never its traceback."""
         if self._machine is _SHIPPED:
-            return generated.enter_settle(  # type: ignore[no-any-return]
-                self, "fail", handle, call_id, ABSENT, "error", ABSENT, error, True, code, _FAIL_CODE
-            )
+            return generated.method_fail(self, handle, call_id, error, code)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](
             self,
             "fail",
@@ -359,9 +355,7 @@ class ToolCallClosure:
     ) -> SettlementResult:
         """``settle`` with status cancelled."""
         if self._machine is _SHIPPED:
-            return generated.enter_settle(  # type: ignore[no-any-return]
-                self, "cancel", handle, call_id, ABSENT, "cancelled", ABSENT, message, False, code, _CANCEL_CODE
-            )
+            return generated.method_cancel(self, handle, call_id, message, code)  # type: ignore[no-any-return]
         result: SettlementResult = self._machine.entries["settle"](
             self,
             "cancel",
@@ -383,7 +377,7 @@ class ToolCallClosure:
         generation it returns a fresh snapshot without reading ``reason``.
         """
         if self._machine is _SHIPPED:
-            result: Snapshot | Rejection = generated.enter_close(self, "close", handle, reason)
+            result: Snapshot | Rejection = generated.method_close(self, handle, reason)
         else:
             result = self._machine.entries["close"](self, "close", handle, reason)
         if self._end_watch.active and isinstance(result, Snapshot):
@@ -580,10 +574,8 @@ _EXPORTERS: Final = _bind_renderers(MACHINE)  # the shipped table's formats all 
 # The shipped machine when it runs the checked-in module (machine/generated.py): the methods call its functions
 # directly, positionally.  None when that module is stale or TCC_MACHINE=walk: every call goes through entries.
 _SHIPPED: Final = MACHINE if MACHINE.origin == "checked in" else None
-_FAIL_CODE: Final = MACHINE.texts["fail_code"]
 _GEMINI: Final = "to_gemini_function_responses"
 _BEDROCK: Final = "to_bedrock_tool_results"
-_CANCEL_CODE: Final = MACHINE.texts["cancel_code"]
 
 
 def create_tool_call_closure(**options: Any) -> ToolCallClosure:

@@ -82,7 +82,7 @@ from tool_call_closure.ecma import (
 )
 from tool_call_closure.errors import ToolCallClosureError, spec_error
 
-__all__ = ["json_stringify", "plain_json_text"]
+__all__ = ["error_text", "json_stringify", "plain_json_text"]
 
 
 # json's string encoder (C when available) gives exactly JSON.stringify's output for strings
@@ -402,6 +402,24 @@ def plain_json_text(value: object, max_bytes: int) -> str | None:
         return text if len(text) <= max_bytes else None
     text = _fix_surrogates(text)
     return text if len(text.encode("utf-8")) <= max_bytes else None
+
+
+def error_text(code: object, message: object, side_effect_state: object = ABSENT) -> str | None:
+    """``JSON.stringify({error: {code, message, side_effect_state?}})`` for str members (and a None state); else None.
+
+    The text of every error and cancellation an export carries (``providers.result_text``), written
+    directly: the pieces the general path writes (``_encode_str``, surrogates fixed on the finished text).
+    """
+    if type(code) is not str or type(message) is not str:
+        return None
+    text = f'{{"error":{{"code":{_encode_str(code)},"message":{_encode_str(message)}'
+    if side_effect_state is None:
+        text += ',"side_effect_state":null'
+    elif type(side_effect_state) is str:
+        text += f',"side_effect_state":{_encode_str(side_effect_state)}'
+    elif side_effect_state is not ABSENT:
+        return None
+    return _fix_surrogates(text + "}}")
 
 
 _UNLIMITED: Final = sys.maxsize

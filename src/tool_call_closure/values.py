@@ -586,13 +586,16 @@ def _builder(cls: type[_V], deferred: tuple[str, ...] = ()) -> Callable[..., _V]
     parameters = ", ".join((*fields, "records") if deferred else fields)
     source = (
         f"def {name}({parameters}):\n"
-        "    view = new(twin)\n"
+        "    view = twin()  # object.__new__ and __init__, through the type: cheaper than object.__new__(twin)\n"
         + "".join(f"    view.{field} = {field}\n" for field in fields)
         + (f"    view._deferred = records  # {', '.join(deferred)}: built on first read\n" if deferred else "")
         + "    view.__class__ = cls\n"
         "    return view\n"
     )
-    return cast(Callable[..., _V], _compiled(source, name, {"new": object.__new__, "twin": _twin(cls), "cls": cls}))
+    twin = _twin(cls)
+    # twin() runs nothing of the class's: object's own __new__ and __init__ (neither is overridden in the bases).
+    assert all("__init__" not in vars(base) and "__new__" not in vars(base) for base in twin.__mro__[:-1])
+    return cast(Callable[..., _V], _compiled(source, name, {"twin": twin, "cls": cls}))
 
 
 _new_settlement: Final = _builder(Settlement)

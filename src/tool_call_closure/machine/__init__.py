@@ -15,6 +15,8 @@ module                    what lives there
 ``compiler``              write the table out as Python: one function per operation (generated at
                           import for any table but the shipped one)
 ``module_form``           the compiled table as a module of its own: imports, annotations, digests
+``specialize``            each public method's fast entry point: ``enter_<op>`` with what the method
+                          fixes folded in (``method_succeed`` …), written into the module
 ``generated``             the shipped table so written, checked in: the machine that runs
                           (``python -m tool_call_closure.machine.regenerate`` rewrites it)
 ``interpreter``           compile the table into dispatch tuples, walk it (the definition), and

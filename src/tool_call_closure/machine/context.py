@@ -57,6 +57,7 @@ from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import spec_error
 from tool_call_closure.values import (
     CALL_SETTLEMENT,
+    CALL_STATE,
     BatchHandle,
     CallRecord,
     CloseReasonRecord,
@@ -90,11 +91,13 @@ __all__ = [
     "draft_from",
     "draft_of",
     "install",
+    "install_call",
     "install_diagnostic",
     "install_fields",
     "record_rejection",
     "reentry_error",
     "registered_snapshot",
+    "superseded_snapshot",
 ]
 
 Renderer = Callable[[Sequence[CallRecord], dict[str, Any]], list[dict[str, Any]]]
@@ -190,7 +193,7 @@ def registered_snapshot(
     calls: tuple[CallRecord, ...],
     diagnostics: tuple[DiagnosticRecord, ...],
 ) -> Snapshot:
-    """``take_snapshot``'s view and registration (semantics.py), of records frozen by ``snapshot_source``.
+    """``take_snapshot``'s view and registration (semantics.py), of records frozen at a commit.
 
     Called on the first read of ``BeginResult.superseded``, outside the
     instance's lock: it reads nothing but its arguments, and the registration
@@ -199,6 +202,28 @@ def registered_snapshot(
     view = snapshot_view(generation, closed, close_reason, calls, diagnostics)
     records[id(view)] = SnapshotRecord(view, closed, calls, records)  # SNAP-5, as take_snapshot registers
     return view
+
+
+def superseded_snapshot(
+    records: dict[int, SnapshotRecord],
+    generation: int,
+    closed: bool,
+    reason: CloseReasonRecord,
+    pending: str,
+    target: str | None,
+    calls: tuple[CallRecord, ...],
+    diagnostics: tuple[DiagnosticRecord, ...],
+) -> Snapshot:
+    """:func:`registered_snapshot` of a generation ``begin`` superseded (``semantics.supersede``), built on first read.
+
+    Its calls as frozen at the commit, every ``pending`` one moved to ``target`` with one shared synthetic
+    settlement of ``reason``: the records a close of that generation writes, as a draft would have held them.
+    """
+    if target is not None:
+        status, code, message, side_effect_state = reason
+        settlement: SettlementRecord = (status, "synthetic", None, code, message, side_effect_state)  # one, shared
+        calls = tuple((call[0], call[1], target, settlement) if call[CALL_STATE] == pending else call for call in calls)
+    return registered_snapshot(records, generation, closed, reason, calls, diagnostics)
 
 
 def _forget_record(record: SnapshotRecord) -> None:
@@ -331,7 +356,8 @@ class BeginContext(RejectContext):
     __slots__ = ("calls_arg", "index", "start_generation", "superseded", "turn", "turn_generation", "validated")
     WORKING: ClassVar[Mapping[str, str]] = {
         **RejectContext.WORKING,
-        "start_generation": "closure._generation",  # BEG-5: a nested begin changes it
+        # BEG-5: a nested begin changes it (the counter, read from the run: closure._generation without its call)
+        "start_generation": "0 if closure._run is None else closure._run.generation",
         "turn_generation": "None",
         "validated": "[]",
         "index": "{}",
@@ -490,6 +516,15 @@ def install_fields(closure: Instance, draft: Run | None, staged_call: tuple[int,
         run = closure._run
         assert run is not None
         run.calls[staged_call[0]] = staged_call[1]  # a settlement: one call record replaced
+
+
+def install_call(run: Run | None, position: int, call: CallRecord) -> None:
+    """:func:`install_fields` of a settlement, as a method's fast entry point commits it (``machine.specialize``).
+
+    ``run`` is the installed run (read under the lock); the one list-item assignment is the whole write.
+    """
+    assert run is not None
+    run.calls[position] = call
 
 
 def draft_from(closure: Instance) -> Run:

@@ -49,6 +49,7 @@ from tool_call_closure.machine.context import (
     SealContext,
     SettleContext,
     draft_from,
+    install_call,
     install_fields,
     reentry_error,
 )
@@ -58,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "3f40374bcba630ed5987d6051dc46043db539ffd70df08c038a3e327a31bdf66"
-SOURCES_SHA256: Final = "1fdd8abd1599c75085376361ac649b02ab6667548f9de7afd1902de18b5fdcc5"
+SOURCES_SHA256: Final = "0f5a285850d093d9c56caf7dd11bb47ee4bdfc4266a2ad45df36c900ee12ff00"
 
 
 def spill_BeginContext(
@@ -96,7 +97,7 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
     draft: Run | None = None
     staged_call: tuple[int, CallRecord] | None = None
     reject_generation: int | None = None
-    start_generation: Any = closure._generation
+    start_generation: Any = 0 if closure._run is None else closure._run.generation
     turn_generation: int | None = None
     validated: list[CallRecord] = []
     index: dict[str, int] = {}
@@ -169,7 +170,10 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
                 type(effect_validate_calls__call_id) is str
                 and effect_validate_calls__call_id.isascii()
                 and (len(effect_validate_calls__call_id) <= effect_validate_calls__max_id)
-                and effect_validate_calls__call_id.strip(effect_validate_calls__whitespace)
+                and (
+                    effect_validate_calls__call_id >= "!"
+                    or effect_validate_calls__call_id.strip(effect_validate_calls__whitespace)
+                )
             ):
                 effect_validate_calls__call_id = semantics_.bounded_string(
                     effect_validate_calls__call_id, effect_validate_calls__max_id, "id", effect_validate_calls__index
@@ -182,7 +186,10 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
                 type(effect_validate_calls__name) is str
                 and effect_validate_calls__name.isascii()
                 and (len(effect_validate_calls__name) <= effect_validate_calls__max_name)
-                and effect_validate_calls__name.strip(effect_validate_calls__whitespace)
+                and (
+                    effect_validate_calls__name >= "!"
+                    or effect_validate_calls__name.strip(effect_validate_calls__whitespace)
+                )
             ):
                 effect_validate_calls__name = semantics_.bounded_string(
                     effect_validate_calls__name, effect_validate_calls__max_name, "name", effect_validate_calls__index
@@ -233,18 +240,26 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
         # --- phase recheck (locked)
         # guard turn_stale: inlined from tool_call_closure.machine.semantics.turn_stale
         guard_turn_stale__turn = turn_generation
-        if guard_turn_stale__turn is not None and closure._generation != guard_turn_stale__turn:
+        guard_turn_stale__run = closure._run
+        if (
+            guard_turn_stale__turn is not None
+            and (0 if guard_turn_stale__run is None else guard_turn_stale__run.generation) != guard_turn_stale__turn
+        ):
             # begin.recheck.stale_turn  (D20)
             if trace is not None:
                 trace.append("begin.recheck.stale_turn")
             # observed none: inlined from tool_call_closure.machine.semantics._observed_none
             return reject(closure, reject_generation, "stale_turn", None, None)
-        # guard generation_changed: inlined from tool_call_closure.machine.semantics.generation_changed
-        elif closure._generation != start_generation:
-            # begin.recheck.generation_changed  (BEG-5, RE-10)
-            if trace is not None:
-                trace.append("begin.recheck.generation_changed")
-            raise spec_error("generation_changed")
+        else:
+            # guard generation_changed: inlined from tool_call_closure.machine.semantics.generation_changed
+            guard_generation_changed__run = closure._run
+            if (
+                0 if guard_generation_changed__run is None else guard_generation_changed__run.generation
+            ) != start_generation:
+                # begin.recheck.generation_changed  (BEG-5, RE-10)
+                if trace is not None:
+                    trace.append("begin.recheck.generation_changed")
+                raise spec_error("generation_changed")
         # --- phase commit (locked)
         run = closure._run
         state = run.state if run is not None else "none"
@@ -253,8 +268,10 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             if trace is not None:
                 trace.append("begin.commit.start")
             # effect start_generation: inlined from tool_call_closure.machine.semantics.start_generation
-            effect_start_generation__closure = closure
-            effect_start_generation__generation = effect_start_generation__closure._generation + 1
+            effect_start_generation__run = closure._run
+            effect_start_generation__generation = (
+                0 if effect_start_generation__run is None else effect_start_generation__run.generation
+            ) + 1
             draft = semantics_.Run(
                 effect_start_generation__generation,
                 semantics_.BatchHandle(effect_start_generation__generation),
@@ -288,7 +305,8 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
             # effect supersede: inlined from tool_call_closure.machine.semantics.supersede
             effect_supersede__closure = closure
             effect_supersede__machine = effect_supersede__closure._machine
-            effect_supersede__closed = draft if draft is not None else (draft := draft_from(closure))
+            effect_supersede__run = effect_supersede__closure._run
+            assert effect_supersede__run is not None
             effect_supersede__status = effect_supersede__machine.effect_run_to["supersede"]
             effect_supersede__texts = effect_supersede__machine.texts
             effect_supersede__reason: semantics_.CloseReasonRecord = (
@@ -297,18 +315,39 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
                 effect_supersede__closure._superseded_message,
                 "unknown",
             )
-            semantics_._close_calls(
-                effect_supersede__machine,
-                effect_supersede__closed,
-                effect_supersede__reason,
-                effect_supersede__machine.call_events["supersede"][effect_supersede__status],
+            effect_supersede__event = effect_supersede__machine.call_events["supersede"][effect_supersede__status]
+            effect_supersede__pending = effect_supersede__machine.initial_call_state
+            effect_supersede__target = effect_supersede__machine.effect_call_next["supersede"].get(
+                (effect_supersede__pending, effect_supersede__status)
             )
-            effect_supersede__closed.close_reason = effect_supersede__reason
-            effect_supersede__closed.state = effect_supersede__status
-            superseded = semantics_.snapshot_source(effect_supersede__closure, effect_supersede__closed)
+            effect_supersede__calls = tuple(effect_supersede__run.calls)
+            if effect_supersede__target is None:
+                semantics_._close_calls(
+                    effect_supersede__machine,
+                    effect_supersede__run.draft(),
+                    effect_supersede__reason,
+                    effect_supersede__event,
+                )
+            effect_supersede__closed = effect_supersede__status in effect_supersede__machine.closed
+            effect_supersede__diagnostics = tuple(effect_supersede__run.diagnostics)
+            superseded = (
+                semantics_.superseded_snapshot,
+                (
+                    effect_supersede__closure._records,
+                    effect_supersede__run.generation,
+                    effect_supersede__closed,
+                    effect_supersede__reason,
+                    effect_supersede__pending,
+                    effect_supersede__target,
+                    effect_supersede__calls,
+                    effect_supersede__diagnostics,
+                ),
+            )
             # effect start_generation: inlined from tool_call_closure.machine.semantics.start_generation
-            effect_start_generation__closure = closure
-            effect_start_generation__generation = effect_start_generation__closure._generation + 1
+            effect_start_generation__run = closure._run
+            effect_start_generation__generation = (
+                0 if effect_start_generation__run is None else effect_start_generation__run.generation
+            ) + 1
             draft = semantics_.Run(
                 effect_start_generation__generation,
                 semantics_.BatchHandle(effect_start_generation__generation),
@@ -528,10 +567,19 @@ def enter_settle(
             effect_normalize_outcome__limits = closure._limits
             effect_normalize_outcome__status = fixed_status
             if effect_normalize_outcome__status == "success":
+                effect_normalize_outcome__content = content
+                if not (
+                    type(effect_normalize_outcome__content) is str
+                    and effect_normalize_outcome__content.isascii()
+                    and (len(effect_normalize_outcome__content) <= effect_normalize_outcome__limits.max_result_bytes)
+                ):
+                    effect_normalize_outcome__content = semantics_.serialize_content(
+                        effect_normalize_outcome__content, effect_normalize_outcome__limits.max_result_bytes
+                    )
                 effect_normalize_outcome__settlement = (
                     "success",
                     "reported",
-                    semantics_.serialize_content(content, effect_normalize_outcome__limits.max_result_bytes),
+                    effect_normalize_outcome__content,
                     None,
                     None,
                     None,
@@ -742,10 +790,19 @@ def enter_settle(
         effect_normalize_outcome__limits = closure._limits
         effect_normalize_outcome__status = fixed_status
         if effect_normalize_outcome__status == "success":
+            effect_normalize_outcome__content = content
+            if not (
+                type(effect_normalize_outcome__content) is str
+                and effect_normalize_outcome__content.isascii()
+                and (len(effect_normalize_outcome__content) <= effect_normalize_outcome__limits.max_result_bytes)
+            ):
+                effect_normalize_outcome__content = semantics_.serialize_content(
+                    effect_normalize_outcome__content, effect_normalize_outcome__limits.max_result_bytes
+                )
             effect_normalize_outcome__settlement = (
                 "success",
                 "reported",
-                semantics_.serialize_content(content, effect_normalize_outcome__limits.max_result_bytes),
+                effect_normalize_outcome__content,
                 None,
                 None,
                 None,
@@ -1594,4 +1651,1681 @@ ENTRIES: Final[Mapping[str, Callable[..., Any]]] = {
     "active_generation": enter_active_generation,
     "turn_token": enter_turn_token,
     "export": enter_export,
+}
+
+
+def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> Any:
+    """begin as begin calls it: enter_begin, simplified (machine.specialize).
+
+    Fixed: method='begin'.
+    """
+    draft: Run | None = None
+    reject_generation: int | None = None
+    start_generation: Any = 0 if closure._run is None else closure._run.generation
+    turn_generation: int | None = None
+    validated: list[CallRecord] = []
+    index: dict[str, int] = {}
+    superseded: SnapshotSource | None = None
+    trace = closure._trace
+    if trace is not None:
+        trace.append("begin.prepare.validate")
+    if turn is not None:
+        effect_validate_turn__generation = turn.generation if type(turn) is semantics_.TurnToken else None
+        if (
+            type(effect_validate_turn__generation) is not int
+            and issubclass(type(effect_validate_turn__generation), int)
+            and (type(effect_validate_turn__generation) is not bool)
+        ):
+            effect_validate_turn__generation = int.__index__(semantics_.cast(int, effect_validate_turn__generation))
+        if (
+            type(effect_validate_turn__generation) is not int
+            or not 0 <= effect_validate_turn__generation <= semantics_.MAX_SAFE_INTEGER
+        ):
+            raise semantics_.spec_error("turn_invalid")
+        turn_generation = effect_validate_turn__generation
+        reject_generation = effect_validate_turn__generation or None
+    effect_validate_calls__limits = closure._limits
+    if issubclass(type(calls_arg), list):
+        effect_validate_calls__length: semantics_.Callable[[semantics_.Any], int] = list.__len__
+        effect_validate_calls__item: semantics_.Callable[[semantics_.Any, int], semantics_.Any] = list.__getitem__
+    elif issubclass(type(calls_arg), tuple):
+        effect_validate_calls__length, effect_validate_calls__item = (tuple.__len__, tuple.__getitem__)
+    else:
+        raise semantics_.spec_error("calls_not_array")
+    effect_validate_calls__count = effect_validate_calls__length(calls_arg)
+    if effect_validate_calls__count > effect_validate_calls__limits.max_calls:
+        raise semantics_.spec_error("calls_exceed_max", limit=effect_validate_calls__limits.max_calls)
+    effect_validate_calls__max_id, effect_validate_calls__max_name = (
+        effect_validate_calls__limits.max_id_bytes,
+        effect_validate_calls__limits.max_name_bytes,
+    )
+    effect_validate_calls__pending = closure._machine.initial_call_state
+    effect_validate_calls__seen: dict[str, int] = {}
+    effect_validate_calls__validated: list[semantics_.CallRecord] = []
+    effect_validate_calls__absent, effect_validate_calls__whitespace = (
+        semantics_.ABSENT,
+        semantics_.ASCII_JS_WHITESPACE,
+    )
+    effect_validate_calls__entries = iter(calls_arg) if type(calls_arg) is list or type(calls_arg) is tuple else None
+    for effect_validate_calls__index in range(effect_validate_calls__count):
+        if effect_validate_calls__entries is not None:
+            effect_validate_calls__call = next(effect_validate_calls__entries, None)
+        else:
+            effect_validate_calls__call = (
+                effect_validate_calls__item(calls_arg, effect_validate_calls__index)
+                if effect_validate_calls__index < effect_validate_calls__length(calls_arg)
+                else None
+            )
+        if type(effect_validate_calls__call) is dict:
+            effect_validate_calls__call_id = effect_validate_calls__call.get("id", effect_validate_calls__absent)
+            if not (
+                type(effect_validate_calls__call_id) is str
+                and effect_validate_calls__call_id.isascii()
+                and (len(effect_validate_calls__call_id) <= effect_validate_calls__max_id)
+                and (
+                    effect_validate_calls__call_id >= "!"
+                    or effect_validate_calls__call_id.strip(effect_validate_calls__whitespace)
+                )
+            ):
+                effect_validate_calls__call_id = semantics_.bounded_string(
+                    effect_validate_calls__call_id, effect_validate_calls__max_id, "id", effect_validate_calls__index
+                )
+            if effect_validate_calls__call_id in effect_validate_calls__seen:
+                raise semantics_.spec_error("duplicate_call_id", id=effect_validate_calls__call_id)
+            effect_validate_calls__seen[effect_validate_calls__call_id] = effect_validate_calls__index
+            effect_validate_calls__name = effect_validate_calls__call.get("name", effect_validate_calls__absent)
+            if not (
+                type(effect_validate_calls__name) is str
+                and effect_validate_calls__name.isascii()
+                and (len(effect_validate_calls__name) <= effect_validate_calls__max_name)
+                and (
+                    effect_validate_calls__name >= "!"
+                    or effect_validate_calls__name.strip(effect_validate_calls__whitespace)
+                )
+            ):
+                effect_validate_calls__name = semantics_.bounded_string(
+                    effect_validate_calls__name, effect_validate_calls__max_name, "name", effect_validate_calls__index
+                )
+            effect_validate_calls__validated.append(
+                (effect_validate_calls__call_id, effect_validate_calls__name, effect_validate_calls__pending, None)
+            )
+            if "call_id" in effect_validate_calls__call:
+                semantics_._refuse_misread_pairing_id(
+                    effect_validate_calls__call, effect_validate_calls__call_id, effect_validate_calls__index
+                )
+            continue
+        if not semantics_.is_object(effect_validate_calls__call):
+            raise semantics_.spec_error("call_not_object", index=effect_validate_calls__index)
+        effect_validate_calls__call_id = semantics_.bounded_string(
+            semantics_.read_key(effect_validate_calls__call, "id"),
+            effect_validate_calls__max_id,
+            "id",
+            effect_validate_calls__index,
+        )
+        if effect_validate_calls__call_id in effect_validate_calls__seen:
+            raise semantics_.spec_error("duplicate_call_id", id=effect_validate_calls__call_id)
+        effect_validate_calls__seen[effect_validate_calls__call_id] = effect_validate_calls__index
+        effect_validate_calls__validated.append(
+            (
+                effect_validate_calls__call_id,
+                semantics_.bounded_string(
+                    semantics_.read_key(effect_validate_calls__call, "name"),
+                    effect_validate_calls__max_name,
+                    "name",
+                    effect_validate_calls__index,
+                ),
+                effect_validate_calls__pending,
+                None,
+            )
+        )
+        semantics_._refuse_misread_pairing_id(
+            effect_validate_calls__call, effect_validate_calls__call_id, effect_validate_calls__index
+        )
+    lock = closure._lock
+    if lock._is_owned():
+        raise reentry_error("begin")
+    with lock:
+        guard_turn_stale__run = closure._run
+        if (
+            turn_generation is not None
+            and (0 if guard_turn_stale__run is None else guard_turn_stale__run.generation) != turn_generation
+        ):
+            if trace is not None:
+                trace.append("begin.recheck.stale_turn")
+            return reject(closure, reject_generation, "stale_turn", None, None)
+        else:
+            guard_generation_changed__run = closure._run
+            if (
+                0 if guard_generation_changed__run is None else guard_generation_changed__run.generation
+            ) != start_generation:
+                if trace is not None:
+                    trace.append("begin.recheck.generation_changed")
+                raise spec_error("generation_changed")
+        run = closure._run
+        state = run.state if run is not None else "none"
+        if state in ("none", "complete", "error", "cancelled"):
+            if trace is not None:
+                trace.append("begin.commit.start")
+            effect_start_generation__generation = (0 if run is None else run.generation) + 1
+            draft = semantics_.Run(
+                effect_start_generation__generation,
+                semantics_.BatchHandle(effect_start_generation__generation),
+                effect_validate_calls__validated,
+                effect_validate_calls__seen,
+                [],
+            )
+            if draft is None:
+                draft = draft_from(closure)
+            draft.state = "open"
+            result_begin_result__run = draft if draft is not None else semantics_._run(closure)
+            result = (
+                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
+                if superseded is None
+                else semantics_.superseding_begin_result(
+                    result_begin_result__run.generation, result_begin_result__run.handle, superseded
+                )
+            )
+            install_fields(closure, draft, None)
+            return result
+        elif state == "open":
+            if trace is not None:
+                trace.append("begin.commit.supersede")
+            effect_supersede__machine = closure._machine
+            assert run is not None
+            effect_supersede__status = effect_supersede__machine.effect_run_to["supersede"]
+            effect_supersede__texts = effect_supersede__machine.texts
+            effect_supersede__reason: semantics_.CloseReasonRecord = (
+                effect_supersede__status,
+                effect_supersede__texts["superseded_code"],
+                closure._superseded_message,
+                "unknown",
+            )
+            effect_supersede__event = effect_supersede__machine.call_events["supersede"][effect_supersede__status]
+            effect_supersede__pending = effect_supersede__machine.initial_call_state
+            effect_supersede__target = effect_supersede__machine.effect_call_next["supersede"].get(
+                (effect_supersede__pending, effect_supersede__status)
+            )
+            effect_supersede__calls = tuple(run.calls)
+            if effect_supersede__target is None:
+                semantics_._close_calls(
+                    effect_supersede__machine, run.draft(), effect_supersede__reason, effect_supersede__event
+                )
+            effect_supersede__closed = effect_supersede__status in effect_supersede__machine.closed
+            effect_supersede__diagnostics = tuple(run.diagnostics)
+            superseded = (
+                semantics_.superseded_snapshot,
+                (
+                    closure._records,
+                    run.generation,
+                    effect_supersede__closed,
+                    effect_supersede__reason,
+                    effect_supersede__pending,
+                    effect_supersede__target,
+                    effect_supersede__calls,
+                    effect_supersede__diagnostics,
+                ),
+            )
+            effect_start_generation__generation = (0 if run is None else run.generation) + 1
+            draft = semantics_.Run(
+                effect_start_generation__generation,
+                semantics_.BatchHandle(effect_start_generation__generation),
+                effect_validate_calls__validated,
+                effect_validate_calls__seen,
+                [],
+            )
+            if draft is None:
+                draft = draft_from(closure)
+            draft.state = "open"
+            result_begin_result__run = draft if draft is not None else semantics_._run(closure)
+            result = (
+                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
+                if superseded is None
+                else semantics_.superseding_begin_result(
+                    result_begin_result__run.generation, result_begin_result__run.handle, superseded
+                )
+            )
+            install_fields(closure, draft, None)
+            return result
+    run = closure._run
+    raise spec_error("illegal_transition", operation="begin", state=run.state if run is not None else "none")
+
+
+def method_settle(closure: Instance, handle: object, call_id: str, outcome: Any = ABSENT) -> Any:
+    """settle as settle calls it: enter_settle, simplified (machine.specialize).
+
+    Fixed: method='settle', fixed_status=None, content=ABSENT, message=ABSENT, message_is_error=False,
+    code=ABSENT, default_code=''.
+    """
+    reject_generation: int | None = None
+    preview: str | None = None
+    effect_normalize_outcome__settlement: semantics_.SettlementRecord
+    trace = closure._trace
+    if trace is not None:
+        trace.append("settle.prepare.read")
+    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__run = closure._run
+    if not (
+        type(effect_validate_call_id__call_id) is str
+        and effect_validate_call_id__run is not None
+        and (effect_validate_call_id__call_id in effect_validate_call_id__run.index)
+    ):
+        effect_validate_call_id__call_id = semantics_.bounded_string(
+            effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
+        )
+    call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__generation = (
+        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    )
+    if (
+        type(effect_read_handle_generation__generation) is int
+        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+    ):
+        reject_generation = effect_read_handle_generation__generation
+    else:
+        reject_generation = semantics_.safe_positive_int(effect_read_handle_generation__generation)
+    preview = semantics_.observed_status(semantics_.read_key(outcome, "status"))
+    lock = closure._lock
+    if lock._is_owned():
+        raise reentry_error("settle")
+    with lock:
+        run = closure._run
+        state = run.state if run is not None else "none"
+        if state == "none":
+            if trace is not None:
+                trace.append("settle.admit.no_run")
+            return reject(closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, preview)
+        elif state == "open":
+            if run is None or handle is not run.handle:
+                if trace is not None:
+                    trace.append("settle.admit.stale")
+                return reject(closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, preview)
+            else:
+                assert run is not None
+                if effect_validate_call_id__call_id not in run.index:
+                    if trace is not None:
+                        trace.append("settle.admit.unknown")
+                    return reject(closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None)
+                else:
+                    assert run is not None
+                    if (
+                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                        != closure._machine.initial_call_state
+                    ):
+                        if trace is not None:
+                            trace.append("settle.admit.duplicate")
+                        return reject(
+                            closure, reject_generation, "duplicate_settlement", effect_validate_call_id__call_id, None
+                        )
+        elif state in ("complete", "error", "cancelled"):
+            if run is None or handle is not run.handle:
+                if trace is not None:
+                    trace.append("settle.admit.stale")
+                return reject(closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, preview)
+            else:
+                if trace is not None:
+                    trace.append("settle.admit.closed")
+                return reject(closure, reject_generation, "run_closed", effect_validate_call_id__call_id, preview)
+    if trace is not None:
+        trace.append("settle.normalize.outcome")
+    effect_normalize_outcome__limits = closure._limits
+    effect_normalize_outcome__status = None
+    if not semantics_.is_object(outcome):
+        raise semantics_.spec_error("outcome_not_object")
+    semantics_.refuse_unknown_keys(outcome, semantics_._OUTCOME_KEYS, "outcome_key_unknown")
+    effect_normalize_outcome__status = semantics_._member(
+        semantics_.read_key(outcome, "status"), semantics_._SETTLED_STATUSES
+    )
+    if effect_normalize_outcome__status is None:
+        raise semantics_.spec_error("outcome_status_invalid")
+    if effect_normalize_outcome__status == "success":
+        effect_normalize_outcome__content = semantics_.serialize_content(
+            semantics_.read_key(outcome, "content"), effect_normalize_outcome__limits.max_result_bytes
+        )
+        effect_normalize_outcome__settlement = (
+            "success",
+            "reported",
+            effect_normalize_outcome__content,
+            None,
+            None,
+            None,
+        )
+    else:
+        effect_normalize_outcome__code = semantics_.read_key(outcome, "code")
+        effect_normalize_outcome__code = (
+            effect_normalize_outcome__status
+            if semantics_._absent(effect_normalize_outcome__code)
+            else semantics_.bounded_string(
+                effect_normalize_outcome__code, effect_normalize_outcome__limits.max_code_bytes, "outcome.code"
+            )
+        )
+        effect_normalize_outcome__default = semantics_._default_message(
+            closure._machine.texts, effect_normalize_outcome__status
+        )
+        effect_normalize_outcome__message = semantics_.message_text(
+            semantics_.read_key(outcome, "message"),
+            effect_normalize_outcome__default,
+            effect_normalize_outcome__limits.max_message_bytes,
+        )
+        effect_normalize_outcome__settlement = (
+            effect_normalize_outcome__status,
+            "reported",
+            None,
+            effect_normalize_outcome__code,
+            effect_normalize_outcome__message,
+            None,
+        )
+    lock = closure._lock
+    if lock._is_owned():
+        raise reentry_error("settle")
+    with lock:
+        run = closure._run
+        state = run.state if run is not None else "none"
+        if state == "none":
+            pass
+        elif state == "open":
+            if run is None or handle is not run.handle:
+                if trace is not None:
+                    trace.append("settle.recheck.stale")
+                return reject(
+                    closure,
+                    reject_generation,
+                    "stale_generation",
+                    effect_validate_call_id__call_id,
+                    effect_normalize_outcome__settlement[semantics_.STATUS]
+                    if effect_normalize_outcome__settlement is not None
+                    else None,
+                )
+            else:
+                assert run is not None
+                if (
+                    run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                    != closure._machine.initial_call_state
+                ):
+                    if trace is not None:
+                        trace.append("settle.recheck.duplicate")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "duplicate_settlement",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+        elif state in ("complete", "error", "cancelled"):
+            if run is None or handle is not run.handle:
+                if trace is not None:
+                    trace.append("settle.recheck.stale")
+                return reject(
+                    closure,
+                    reject_generation,
+                    "stale_generation",
+                    effect_validate_call_id__call_id,
+                    effect_normalize_outcome__settlement[semantics_.STATUS]
+                    if effect_normalize_outcome__settlement is not None
+                    else None,
+                )
+            else:
+                if trace is not None:
+                    trace.append("settle.recheck.closed")
+                return reject(
+                    closure,
+                    reject_generation,
+                    "run_closed",
+                    effect_validate_call_id__call_id,
+                    effect_normalize_outcome__settlement[semantics_.STATUS]
+                    if effect_normalize_outcome__settlement is not None
+                    else None,
+                )
+        run = closure._run
+        state = run.state if run is not None else "none"
+        if state == "none":
+            pass
+        elif state == "open":
+            if trace is not None:
+                trace.append("settle.commit.record")
+            effect_record_settlement__machine = closure._machine
+            assert run is not None
+            assert effect_normalize_outcome__settlement is not None
+            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+            effect_record_settlement__call = run.calls[effect_record_settlement__position]
+            (
+                effect_record_settlement__identifier,
+                effect_record_settlement__name,
+                effect_record_settlement__state,
+                effect_record_settlement___before,
+            ) = effect_record_settlement__call
+            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                "record_settlement"
+            ].get((effect_record_settlement__state, effect_record_settlement__status))
+            if effect_record_settlement__target is None:
+                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                    effect_record_settlement__call,
+                    effect_record_settlement__machine.call_events["record_settlement"][
+                        effect_record_settlement__status
+                    ],
+                    effect_normalize_outcome__settlement,
+                )
+            else:
+                effect_record_settlement__call = (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__target,
+                    effect_normalize_outcome__settlement,
+                )
+            assert effect_normalize_outcome__settlement is not None
+            assert reject_generation is not None
+            result = semantics_.accepted_view(
+                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+            )
+            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+            return result
+    run = closure._run
+    raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
+
+
+def method_succeed(closure: Instance, handle: object, call_id: str, content: Any = ABSENT) -> Any:
+    """settle as succeed calls it: enter_settle, simplified (machine.specialize).
+
+    Fixed: method='succeed', outcome=ABSENT, fixed_status='success', message=ABSENT,
+    message_is_error=False, code=ABSENT, default_code=''.
+    """
+    reject_generation: int | None = None
+    effect_normalize_outcome__settlement: semantics_.SettlementRecord
+    trace = closure._trace
+    if trace is not None:
+        trace.append("settle.prepare.read")
+    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__run = closure._run
+    if not (
+        type(effect_validate_call_id__call_id) is str
+        and effect_validate_call_id__run is not None
+        and (effect_validate_call_id__call_id in effect_validate_call_id__run.index)
+    ):
+        effect_validate_call_id__call_id = semantics_.bounded_string(
+            effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
+        )
+    call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__generation = (
+        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    )
+    if (
+        type(effect_read_handle_generation__generation) is int
+        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+    ):
+        reject_generation = effect_read_handle_generation__generation
+    else:
+        reject_generation = semantics_.safe_positive_int(effect_read_handle_generation__generation)
+    check_normalize_outcome__content = content
+    if type(check_normalize_outcome__content) is not str:
+        check_normalize_outcome__content = semantics_.plain_json_text(
+            check_normalize_outcome__content, closure._limits.max_result_bytes
+        )
+        if check_normalize_outcome__content is not None:
+            content = check_normalize_outcome__content
+    check_normalize_outcome__plain_content = type(check_normalize_outcome__content) is str
+    if check_normalize_outcome__plain_content:
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("settle.admit.no_run")
+                return reject(
+                    closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
+                )
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
+                    )
+                else:
+                    assert run is not None
+                    if effect_validate_call_id__call_id not in run.index:
+                        if trace is not None:
+                            trace.append("settle.admit.unknown")
+                        return reject(
+                            closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None
+                        )
+                    else:
+                        assert run is not None
+                        if (
+                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                            != closure._machine.initial_call_state
+                        ):
+                            if trace is not None:
+                                trace.append("settle.admit.duplicate")
+                            return reject(
+                                closure,
+                                reject_generation,
+                                "duplicate_settlement",
+                                effect_validate_call_id__call_id,
+                                None,
+                            )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.admit.closed")
+                    return reject(closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "success")
+            if trace is not None:
+                trace.append("settle.normalize.outcome")
+            effect_normalize_outcome__limits = closure._limits
+            effect_normalize_outcome__content = content
+            if not (
+                type(effect_normalize_outcome__content) is str
+                and effect_normalize_outcome__content.isascii()
+                and (len(effect_normalize_outcome__content) <= effect_normalize_outcome__limits.max_result_bytes)
+            ):
+                effect_normalize_outcome__content = semantics_.serialize_content(
+                    effect_normalize_outcome__content, effect_normalize_outcome__limits.max_result_bytes
+                )
+            effect_normalize_outcome__settlement = (
+                "success",
+                "reported",
+                effect_normalize_outcome__content,
+                None,
+                None,
+                None,
+            )
+            if trace is not None:
+                trace.append("settle.commit.record")
+            effect_record_settlement__machine = closure._machine
+            assert run is not None
+            assert effect_normalize_outcome__settlement is not None
+            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+            effect_record_settlement__call = run.calls[effect_record_settlement__position]
+            (
+                effect_record_settlement__identifier,
+                effect_record_settlement__name,
+                effect_record_settlement__state,
+                effect_record_settlement___before,
+            ) = effect_record_settlement__call
+            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                "record_settlement"
+            ].get((effect_record_settlement__state, effect_record_settlement__status))
+            if effect_record_settlement__target is None:
+                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                    effect_record_settlement__call,
+                    effect_record_settlement__machine.call_events["record_settlement"][
+                        effect_record_settlement__status
+                    ],
+                    effect_normalize_outcome__settlement,
+                )
+            else:
+                effect_record_settlement__call = (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__target,
+                    effect_normalize_outcome__settlement,
+                )
+            assert effect_normalize_outcome__settlement is not None
+            assert reject_generation is not None
+            result = semantics_.accepted_view(
+                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+            )
+            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+            return result
+    else:
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("settle.admit.no_run")
+                return reject(
+                    closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
+                )
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
+                    )
+                else:
+                    assert run is not None
+                    if effect_validate_call_id__call_id not in run.index:
+                        if trace is not None:
+                            trace.append("settle.admit.unknown")
+                        return reject(
+                            closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None
+                        )
+                    else:
+                        assert run is not None
+                        if (
+                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                            != closure._machine.initial_call_state
+                        ):
+                            if trace is not None:
+                                trace.append("settle.admit.duplicate")
+                            return reject(
+                                closure,
+                                reject_generation,
+                                "duplicate_settlement",
+                                effect_validate_call_id__call_id,
+                                None,
+                            )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.admit.closed")
+                    return reject(closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "success")
+        if trace is not None:
+            trace.append("settle.normalize.outcome")
+        effect_normalize_outcome__limits = closure._limits
+        effect_normalize_outcome__content = content
+        if not (
+            type(effect_normalize_outcome__content) is str
+            and effect_normalize_outcome__content.isascii()
+            and (len(effect_normalize_outcome__content) <= effect_normalize_outcome__limits.max_result_bytes)
+        ):
+            effect_normalize_outcome__content = semantics_.serialize_content(
+                effect_normalize_outcome__content, effect_normalize_outcome__limits.max_result_bytes
+            )
+        effect_normalize_outcome__settlement = (
+            "success",
+            "reported",
+            effect_normalize_outcome__content,
+            None,
+            None,
+            None,
+        )
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.recheck.stale")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "stale_generation",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+                else:
+                    assert run is not None
+                    if (
+                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                        != closure._machine.initial_call_state
+                    ):
+                        if trace is not None:
+                            trace.append("settle.recheck.duplicate")
+                        return reject(
+                            closure,
+                            reject_generation,
+                            "duplicate_settlement",
+                            effect_validate_call_id__call_id,
+                            effect_normalize_outcome__settlement[semantics_.STATUS]
+                            if effect_normalize_outcome__settlement is not None
+                            else None,
+                        )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.recheck.stale")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "stale_generation",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.recheck.closed")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "run_closed",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                )
+                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                return result
+    run = closure._run
+    raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
+
+
+def method_fail(closure: Instance, handle: object, call_id: str, message: Any = ABSENT, code: Any = ABSENT) -> Any:
+    """settle as fail calls it: enter_settle, simplified (machine.specialize).
+
+    Fixed: method='fail', outcome=ABSENT, fixed_status='error', content=ABSENT, message_is_error=True,
+    default_code='tool_error'.
+    """
+    reject_generation: int | None = None
+    effect_normalize_outcome__settlement: semantics_.SettlementRecord
+    trace = closure._trace
+    if trace is not None:
+        trace.append("settle.prepare.read")
+    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__run = closure._run
+    if not (
+        type(effect_validate_call_id__call_id) is str
+        and effect_validate_call_id__run is not None
+        and (effect_validate_call_id__call_id in effect_validate_call_id__run.index)
+    ):
+        effect_validate_call_id__call_id = semantics_.bounded_string(
+            effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
+        )
+    call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__generation = (
+        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    )
+    if (
+        type(effect_read_handle_generation__generation) is int
+        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+    ):
+        reject_generation = effect_read_handle_generation__generation
+    else:
+        reject_generation = semantics_.safe_positive_int(effect_read_handle_generation__generation)
+    if semantics_._plain_text_or_absent(code) and semantics_._plain_text_or_absent(message):
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("settle.admit.no_run")
+                return reject(closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error")
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error"
+                    )
+                else:
+                    assert run is not None
+                    if effect_validate_call_id__call_id not in run.index:
+                        if trace is not None:
+                            trace.append("settle.admit.unknown")
+                        return reject(
+                            closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None
+                        )
+                    else:
+                        assert run is not None
+                        if (
+                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                            != closure._machine.initial_call_state
+                        ):
+                            if trace is not None:
+                                trace.append("settle.admit.duplicate")
+                            return reject(
+                                closure,
+                                reject_generation,
+                                "duplicate_settlement",
+                                effect_validate_call_id__call_id,
+                                None,
+                            )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error"
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.admit.closed")
+                    return reject(closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "error")
+            if trace is not None:
+                trace.append("settle.normalize.outcome")
+            effect_normalize_outcome__limits = closure._limits
+            effect_normalize_outcome__code = code
+            effect_normalize_outcome__code = (
+                "tool_error"
+                if semantics_._absent(code)
+                else semantics_.bounded_string(code, effect_normalize_outcome__limits.max_code_bytes, "outcome.code")
+            )
+            effect_normalize_outcome__default = semantics_._default_message(closure._machine.texts, "error")
+            effect_normalize_outcome__message = semantics_.error_message_text(
+                message, effect_normalize_outcome__default, effect_normalize_outcome__limits.max_message_bytes
+            )
+            effect_normalize_outcome__settlement = (
+                "error",
+                "reported",
+                None,
+                effect_normalize_outcome__code,
+                effect_normalize_outcome__message,
+                None,
+            )
+            if trace is not None:
+                trace.append("settle.commit.record")
+            effect_record_settlement__machine = closure._machine
+            assert run is not None
+            assert effect_normalize_outcome__settlement is not None
+            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+            effect_record_settlement__call = run.calls[effect_record_settlement__position]
+            (
+                effect_record_settlement__identifier,
+                effect_record_settlement__name,
+                effect_record_settlement__state,
+                effect_record_settlement___before,
+            ) = effect_record_settlement__call
+            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                "record_settlement"
+            ].get((effect_record_settlement__state, effect_record_settlement__status))
+            if effect_record_settlement__target is None:
+                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                    effect_record_settlement__call,
+                    effect_record_settlement__machine.call_events["record_settlement"][
+                        effect_record_settlement__status
+                    ],
+                    effect_normalize_outcome__settlement,
+                )
+            else:
+                effect_record_settlement__call = (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__target,
+                    effect_normalize_outcome__settlement,
+                )
+            assert effect_normalize_outcome__settlement is not None
+            assert reject_generation is not None
+            result = semantics_.accepted_view(
+                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+            )
+            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+            return result
+    else:
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("settle.admit.no_run")
+                return reject(closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error")
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error"
+                    )
+                else:
+                    assert run is not None
+                    if effect_validate_call_id__call_id not in run.index:
+                        if trace is not None:
+                            trace.append("settle.admit.unknown")
+                        return reject(
+                            closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None
+                        )
+                    else:
+                        assert run is not None
+                        if (
+                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                            != closure._machine.initial_call_state
+                        ):
+                            if trace is not None:
+                                trace.append("settle.admit.duplicate")
+                            return reject(
+                                closure,
+                                reject_generation,
+                                "duplicate_settlement",
+                                effect_validate_call_id__call_id,
+                                None,
+                            )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error"
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.admit.closed")
+                    return reject(closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "error")
+        if trace is not None:
+            trace.append("settle.normalize.outcome")
+        effect_normalize_outcome__limits = closure._limits
+        effect_normalize_outcome__code = code
+        effect_normalize_outcome__code = (
+            "tool_error"
+            if semantics_._absent(code)
+            else semantics_.bounded_string(code, effect_normalize_outcome__limits.max_code_bytes, "outcome.code")
+        )
+        effect_normalize_outcome__default = semantics_._default_message(closure._machine.texts, "error")
+        effect_normalize_outcome__message = semantics_.error_message_text(
+            message, effect_normalize_outcome__default, effect_normalize_outcome__limits.max_message_bytes
+        )
+        effect_normalize_outcome__settlement = (
+            "error",
+            "reported",
+            None,
+            effect_normalize_outcome__code,
+            effect_normalize_outcome__message,
+            None,
+        )
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.recheck.stale")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "stale_generation",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+                else:
+                    assert run is not None
+                    if (
+                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                        != closure._machine.initial_call_state
+                    ):
+                        if trace is not None:
+                            trace.append("settle.recheck.duplicate")
+                        return reject(
+                            closure,
+                            reject_generation,
+                            "duplicate_settlement",
+                            effect_validate_call_id__call_id,
+                            effect_normalize_outcome__settlement[semantics_.STATUS]
+                            if effect_normalize_outcome__settlement is not None
+                            else None,
+                        )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.recheck.stale")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "stale_generation",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.recheck.closed")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "run_closed",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                )
+                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                return result
+    run = closure._run
+    raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
+
+
+def method_cancel(closure: Instance, handle: object, call_id: str, message: Any = ABSENT, code: Any = ABSENT) -> Any:
+    """settle as cancel calls it: enter_settle, simplified (machine.specialize).
+
+    Fixed: method='cancel', outcome=ABSENT, fixed_status='cancelled', content=ABSENT,
+    message_is_error=False, default_code='cancelled'.
+    """
+    reject_generation: int | None = None
+    effect_normalize_outcome__settlement: semantics_.SettlementRecord
+    trace = closure._trace
+    if trace is not None:
+        trace.append("settle.prepare.read")
+    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__run = closure._run
+    if not (
+        type(effect_validate_call_id__call_id) is str
+        and effect_validate_call_id__run is not None
+        and (effect_validate_call_id__call_id in effect_validate_call_id__run.index)
+    ):
+        effect_validate_call_id__call_id = semantics_.bounded_string(
+            effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
+        )
+    call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__generation = (
+        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    )
+    if (
+        type(effect_read_handle_generation__generation) is int
+        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+    ):
+        reject_generation = effect_read_handle_generation__generation
+    else:
+        reject_generation = semantics_.safe_positive_int(effect_read_handle_generation__generation)
+    if semantics_._plain_text_or_absent(code) and semantics_._plain_text_or_absent(message):
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("settle.admit.no_run")
+                return reject(
+                    closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
+                )
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
+                    )
+                else:
+                    assert run is not None
+                    if effect_validate_call_id__call_id not in run.index:
+                        if trace is not None:
+                            trace.append("settle.admit.unknown")
+                        return reject(
+                            closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None
+                        )
+                    else:
+                        assert run is not None
+                        if (
+                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                            != closure._machine.initial_call_state
+                        ):
+                            if trace is not None:
+                                trace.append("settle.admit.duplicate")
+                            return reject(
+                                closure,
+                                reject_generation,
+                                "duplicate_settlement",
+                                effect_validate_call_id__call_id,
+                                None,
+                            )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.admit.closed")
+                    return reject(
+                        closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "cancelled"
+                    )
+            if trace is not None:
+                trace.append("settle.normalize.outcome")
+            effect_normalize_outcome__limits = closure._limits
+            effect_normalize_outcome__code = code
+            effect_normalize_outcome__code = (
+                "cancelled"
+                if semantics_._absent(code)
+                else semantics_.bounded_string(code, effect_normalize_outcome__limits.max_code_bytes, "outcome.code")
+            )
+            effect_normalize_outcome__default = semantics_._default_message(closure._machine.texts, "cancelled")
+            effect_normalize_outcome__message = semantics_.message_text(
+                message, effect_normalize_outcome__default, effect_normalize_outcome__limits.max_message_bytes
+            )
+            effect_normalize_outcome__settlement = (
+                "cancelled",
+                "reported",
+                None,
+                effect_normalize_outcome__code,
+                effect_normalize_outcome__message,
+                None,
+            )
+            if trace is not None:
+                trace.append("settle.commit.record")
+            effect_record_settlement__machine = closure._machine
+            assert run is not None
+            assert effect_normalize_outcome__settlement is not None
+            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+            effect_record_settlement__call = run.calls[effect_record_settlement__position]
+            (
+                effect_record_settlement__identifier,
+                effect_record_settlement__name,
+                effect_record_settlement__state,
+                effect_record_settlement___before,
+            ) = effect_record_settlement__call
+            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                "record_settlement"
+            ].get((effect_record_settlement__state, effect_record_settlement__status))
+            if effect_record_settlement__target is None:
+                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                    effect_record_settlement__call,
+                    effect_record_settlement__machine.call_events["record_settlement"][
+                        effect_record_settlement__status
+                    ],
+                    effect_normalize_outcome__settlement,
+                )
+            else:
+                effect_record_settlement__call = (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__target,
+                    effect_normalize_outcome__settlement,
+                )
+            assert effect_normalize_outcome__settlement is not None
+            assert reject_generation is not None
+            result = semantics_.accepted_view(
+                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+            )
+            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+            return result
+    else:
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("settle.admit.no_run")
+                return reject(
+                    closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
+                )
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
+                    )
+                else:
+                    assert run is not None
+                    if effect_validate_call_id__call_id not in run.index:
+                        if trace is not None:
+                            trace.append("settle.admit.unknown")
+                        return reject(
+                            closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None
+                        )
+                    else:
+                        assert run is not None
+                        if (
+                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                            != closure._machine.initial_call_state
+                        ):
+                            if trace is not None:
+                                trace.append("settle.admit.duplicate")
+                            return reject(
+                                closure,
+                                reject_generation,
+                                "duplicate_settlement",
+                                effect_validate_call_id__call_id,
+                                None,
+                            )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.admit.stale")
+                    return reject(
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.admit.closed")
+                    return reject(
+                        closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "cancelled"
+                    )
+        if trace is not None:
+            trace.append("settle.normalize.outcome")
+        effect_normalize_outcome__limits = closure._limits
+        effect_normalize_outcome__code = code
+        effect_normalize_outcome__code = (
+            "cancelled"
+            if semantics_._absent(code)
+            else semantics_.bounded_string(code, effect_normalize_outcome__limits.max_code_bytes, "outcome.code")
+        )
+        effect_normalize_outcome__default = semantics_._default_message(closure._machine.texts, "cancelled")
+        effect_normalize_outcome__message = semantics_.message_text(
+            message, effect_normalize_outcome__default, effect_normalize_outcome__limits.max_message_bytes
+        )
+        effect_normalize_outcome__settlement = (
+            "cancelled",
+            "reported",
+            None,
+            effect_normalize_outcome__code,
+            effect_normalize_outcome__message,
+            None,
+        )
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("settle")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.recheck.stale")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "stale_generation",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+                else:
+                    assert run is not None
+                    if (
+                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
+                        != closure._machine.initial_call_state
+                    ):
+                        if trace is not None:
+                            trace.append("settle.recheck.duplicate")
+                        return reject(
+                            closure,
+                            reject_generation,
+                            "duplicate_settlement",
+                            effect_validate_call_id__call_id,
+                            effect_normalize_outcome__settlement[semantics_.STATUS]
+                            if effect_normalize_outcome__settlement is not None
+                            else None,
+                        )
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("settle.recheck.stale")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "stale_generation",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+                else:
+                    if trace is not None:
+                        trace.append("settle.recheck.closed")
+                    return reject(
+                        closure,
+                        reject_generation,
+                        "run_closed",
+                        effect_validate_call_id__call_id,
+                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        if effect_normalize_outcome__settlement is not None
+                        else None,
+                    )
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                )
+                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                return result
+    run = closure._run
+    raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
+
+
+def method_close(closure: Instance, handle: object, reason: object) -> Any:
+    """close as close calls it: enter_close, simplified (machine.specialize).
+
+    Fixed: method='close'.
+    """
+    draft: Run | None = None
+    reject_generation: int | None = None
+    close_reason: CloseReasonRecord | None = None
+    trace = closure._trace
+    if trace is not None:
+        trace.append("close.prepare.read")
+    effect_read_handle_generation__generation = (
+        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    )
+    if (
+        type(effect_read_handle_generation__generation) is int
+        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+    ):
+        reject_generation = effect_read_handle_generation__generation
+    else:
+        reject_generation = semantics_.safe_positive_int(effect_read_handle_generation__generation)
+    check_normalize_close_reason__reason = reason
+    if type(check_normalize_close_reason__reason) is dict:
+        check_normalize_close_reason__reason = dict(check_normalize_close_reason__reason)
+    check_normalize_close_reason__items = (
+        check_normalize_close_reason__reason.items() if type(check_normalize_close_reason__reason) is dict else ()
+    )
+    check_normalize_close_reason__plain = type(check_normalize_close_reason__reason) is dict and all(
+        (
+            type(check_normalize_close_reason__k) is str
+            and semantics_._plain_text_or_absent(check_normalize_close_reason__v)
+            for check_normalize_close_reason__k, check_normalize_close_reason__v in check_normalize_close_reason__items
+        )
+    )
+    if check_normalize_close_reason__plain:
+        reason = check_normalize_close_reason__reason
+    if (
+        check_normalize_close_reason__reason is None
+        or check_normalize_close_reason__reason is semantics_.ABSENT
+        or check_normalize_close_reason__plain
+    ):
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("close")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("close.admit.no_run")
+                return reject(closure, reject_generation, "stale_generation", None, None)
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("close.admit.stale")
+                    return reject(closure, reject_generation, "stale_generation", None, None)
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("close.admit.stale")
+                    return reject(closure, reject_generation, "stale_generation", None, None)
+                else:
+                    if trace is not None:
+                        trace.append("close.admit.idempotent")
+                    return semantics_.take_snapshot(closure, draft)
+            if trace is not None:
+                trace.append("close.normalize.reason")
+            effect_normalize_close_reason__limits = closure._limits
+            effect_normalize_close_reason__texts = closure._machine.texts
+            effect_normalize_close_reason__record = semantics_.plain_close_reason(
+                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+            )
+            close_reason = (
+                semantics_.read_close_reason(
+                    reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+                )
+                if effect_normalize_close_reason__record is None
+                else effect_normalize_close_reason__record
+            )
+            if trace is not None:
+                trace.append("close.commit.close")
+            effect_synthesize_pending__machine = closure._machine
+            assert close_reason is not None
+            semantics_._close_calls(
+                effect_synthesize_pending__machine,
+                draft if draft is not None else (draft := draft_from(closure)),
+                close_reason,
+                effect_synthesize_pending__machine.call_events["synthesize_pending"][close_reason[semantics_.STATUS]],
+            )
+            (draft if draft is not None else (draft := draft_from(closure))).close_reason = close_reason
+            assert close_reason is not None, "normalize_close_reason ran before the commit"
+            target = close_reason[semantics_.STATUS]
+            if target not in ("error", "cancelled"):
+                raise spec_error("illegal_transition", operation="close", state=target)
+            if draft is None:
+                draft = draft_from(closure)
+            draft.state = target
+            result = semantics_.take_snapshot(closure, draft)
+            install_fields(closure, draft, None)
+            return result
+    else:
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("close")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                if trace is not None:
+                    trace.append("close.admit.no_run")
+                return reject(closure, reject_generation, "stale_generation", None, None)
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("close.admit.stale")
+                    return reject(closure, reject_generation, "stale_generation", None, None)
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("close.admit.stale")
+                    return reject(closure, reject_generation, "stale_generation", None, None)
+                else:
+                    if trace is not None:
+                        trace.append("close.admit.idempotent")
+                    return semantics_.take_snapshot(closure, draft)
+        if trace is not None:
+            trace.append("close.normalize.reason")
+        effect_normalize_close_reason__limits = closure._limits
+        effect_normalize_close_reason__texts = closure._machine.texts
+        effect_normalize_close_reason__record = semantics_.plain_close_reason(
+            reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+        )
+        close_reason = (
+            semantics_.read_close_reason(
+                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+            )
+            if effect_normalize_close_reason__record is None
+            else effect_normalize_close_reason__record
+        )
+        lock = closure._lock
+        if lock._is_owned():
+            raise reentry_error("close")
+        with lock:
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("close.recheck.stale")
+                    return reject(closure, reject_generation, "stale_generation", None, None)
+            elif state in ("complete", "error", "cancelled"):
+                if run is None or handle is not run.handle:
+                    if trace is not None:
+                        trace.append("close.recheck.stale")
+                    return reject(closure, reject_generation, "stale_generation", None, None)
+                else:
+                    if trace is not None:
+                        trace.append("close.recheck.closed")
+                    return semantics_.take_snapshot(closure, draft)
+            run = closure._run
+            state = run.state if run is not None else "none"
+            if state == "none":
+                pass
+            elif state == "open":
+                if trace is not None:
+                    trace.append("close.commit.close")
+                effect_synthesize_pending__machine = closure._machine
+                assert close_reason is not None
+                semantics_._close_calls(
+                    effect_synthesize_pending__machine,
+                    draft if draft is not None else (draft := draft_from(closure)),
+                    close_reason,
+                    effect_synthesize_pending__machine.call_events["synthesize_pending"][
+                        close_reason[semantics_.STATUS]
+                    ],
+                )
+                (draft if draft is not None else (draft := draft_from(closure))).close_reason = close_reason
+                assert close_reason is not None, "normalize_close_reason ran before the commit"
+                target = close_reason[semantics_.STATUS]
+                if target not in ("error", "cancelled"):
+                    raise spec_error("illegal_transition", operation="close", state=target)
+                if draft is None:
+                    draft = draft_from(closure)
+                draft.state = target
+                result = semantics_.take_snapshot(closure, draft)
+                install_fields(closure, draft, None)
+                return result
+    run = closure._run
+    raise spec_error("illegal_transition", operation="close", state=run.state if run is not None else "none")
+
+
+# public method -> its fast entry point (the public class calls them by name)
+METHODS: Final[Mapping[str, Callable[..., Any]]] = {
+    "begin": method_begin,
+    "settle": method_settle,
+    "succeed": method_succeed,
+    "fail": method_fail,
+    "cancel": method_cancel,
+    "close": method_close,
 }

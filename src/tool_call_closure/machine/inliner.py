@@ -146,6 +146,7 @@ HELPER_NAMES: Final = frozenset(
         "draft_from",
         "install",
         "install_fields",
+        "install_call",
         "ABSENT",
         "OPERATIONS",
         "ENTRIES",

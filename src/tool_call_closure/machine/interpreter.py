@@ -79,6 +79,7 @@ from tool_call_closure.machine import context as context_module
 from tool_call_closure.machine import inliner as inliner_module
 from tool_call_closure.machine import module_form as module_form_module
 from tool_call_closure.machine import semantics as sem
+from tool_call_closure.machine import specialize as specialize_module
 from tool_call_closure.machine.compiler import Operation, compile_operations, row_commits
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
@@ -89,6 +90,7 @@ from tool_call_closure.machine.context import (
     draft_from,
     draft_of,
     install,
+    install_call,
     install_fields,
     record_rejection,
     reentry_error,
@@ -499,11 +501,12 @@ HELPERS: Final[Mapping[str, Any]] = {
     "draft_from": draft_from,
     "install": install,
     "install_fields": install_fields,
+    "install_call": install_call,
     "ABSENT": ABSENT,
 }
 """The mechanisms the generated code shares with the walk, by the name the generated code calls them."""
 
-GENERATED_FROM: Final = (sem, context_module, inliner_module, compiler_module, module_form_module)
+GENERATED_FROM: Final = (sem, context_module, inliner_module, compiler_module, module_form_module, specialize_module)
 """The modules whose source the generated machine depends on, besides the table (their digest is its header's)."""
 
 

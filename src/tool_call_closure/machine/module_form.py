@@ -26,6 +26,7 @@ from typing import Any, Final
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.compiler import NAMES_NOTE, generate
 from tool_call_closure.machine.inliner import IDENTIFIER, KINDS, Code, context_fields, python_name
+from tool_call_closure.machine.specialize import method_functions
 from tool_call_closure.machine.table import Table
 
 __all__ = ["digest_sources", "module_source"]
@@ -83,7 +84,9 @@ def module_source(
     code.typed = True
     imports: dict[str, set[str]] = {"typing": {"Any", "Final"}, "collections.abc": {"Callable", "Mapping"}}
     aliases = [f"import {module} as {alias}" for alias, module in sorted(code.modules.items())]
-    body = ast.parse(generate(table, code, contexts, head=""))
+    bare = generate(table, code, contexts, head="")
+    code.declared.clear()
+    body = ast.parse("\n".join([bare, *method_functions(table, bare)[0]]))
     used = {node.id for node in ast.walk(body) if isinstance(node, ast.Name)}
     for name, value in helpers.items():
         if name not in used:
@@ -113,7 +116,14 @@ def module_source(
     lines += ["# What this module was generated from: the table's text, and the sources of the semantics, the contexts"]
     lines += ["# and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module)."]
     lines += [f'TABLE_SHA256: Final = "{digests[0]}"', f'SOURCES_SHA256: Final = "{digests[1]}"']
-    return generate(table, code, contexts, head="\n".join(lines))
+    source = generate(table, code, contexts, head="\n".join(lines))
+    # The public methods' fast entry points (.specialize): enter_<op> with what each method fixes folded in.
+    functions, names = method_functions(table, source)
+    methods = ", ".join(f"{method!r}: {name}" for method, name in names.items())
+    tail = [*(f"\n\n{function}" for function in functions), "", ""]
+    tail += ["# public method -> its fast entry point (the public class calls them by name)"]
+    tail += [f"METHODS: Final[Mapping[str, Callable[..., Any]]] = {{{methods}}}", ""]
+    return source + "\n".join(tail)
 
 
 def _origin(value: Any) -> tuple[str, str]:

@@ -50,7 +50,7 @@ from tool_call_closure.machine.context import (
     SettleContext,
     SnapshotRecord,
     draft_of,
-    registered_snapshot,
+    superseded_snapshot,
 )
 from tool_call_closure.machine.reading import CLOSE_STATUSES as _CLOSE_STATUSES
 from tool_call_closure.machine.reading import (
@@ -84,7 +84,6 @@ from tool_call_closure.values import (
     Limits,
     SettlementRecord,
     Snapshot,
-    SnapshotSource,
     TurnToken,
     accepted_view,
     new_begin_result,
@@ -149,14 +148,16 @@ def has_pending_calls(ctx: Context) -> bool:
 
 
 def generation_changed(ctx: BeginContext) -> bool:
-    return ctx.closure._generation != ctx.start_generation
+    run = ctx.closure._run  # the counter (closure._generation) read from the run: no property call on the hot path
+    return (0 if run is None else run.generation) != ctx.start_generation
 
 
 def turn_stale(ctx: BeginContext) -> bool:
     # Deviation D20: compare-and-set.  Asked under the lock, in the acquisition that commits, so no begin of any
     # thread (or of this begin's own caller code) can land between this comparison and the commit.
     turn = ctx.turn_generation
-    return turn is not None and ctx.closure._generation != turn
+    run = ctx.closure._run
+    return turn is not None and (0 if run is None else run.generation) != turn
 
 
 def snapshot_foreign(ctx: ExportContext) -> bool:
@@ -221,14 +222,16 @@ def validate_calls(ctx: BeginContext) -> None:
             # The common entry, decided as the general path below decides it, in the same order: a plain
             # ASCII str within the limit that is not blank is what bounded_string returns unchanged.
             call_id = call.get("id", absent)
+            # (A first character past " " is not JS whitespace: a cheaper "not blank" than the strip, when it holds.)
             if not (type(call_id) is str and call_id.isascii() and len(call_id) <= max_id
-                    and call_id.strip(whitespace)):  # fmt: skip
+                    and (call_id >= "!" or call_id.strip(whitespace))):  # fmt: skip
                 call_id = bounded_string(call_id, max_id, "id", index)
             if call_id in seen:
                 raise spec_error("duplicate_call_id", id=call_id)
             seen[call_id] = index
             name = call.get("name", absent)
-            if not (type(name) is str and name.isascii() and len(name) <= max_name and name.strip(whitespace)):
+            if not (type(name) is str and name.isascii() and len(name) <= max_name
+                    and (name >= "!" or name.strip(whitespace))):  # fmt: skip
                 name = bounded_string(name, max_name, "name", index)
             validated.append((call_id, name, pending, None))
             if "call_id" in call:  # without the key there is nothing to compare
@@ -326,7 +329,10 @@ def normalize_outcome(ctx: SettleContext) -> None:
     status = ctx.fixed_status
     settlement: SettlementRecord
     if status == "success":  # succeed
-        settlement = ("success", "reported", serialize_content(ctx.content, limits.max_result_bytes), None, None, None)
+        content = ctx.content  # a plain ASCII str within the limit is stored as is: serialize_content's answer
+        if not (type(content) is str and content.isascii() and len(content) <= limits.max_result_bytes):
+            content = serialize_content(content, limits.max_result_bytes)
+        settlement = ("success", "reported", content, None, None, None)
     elif status is None:  # settle: read the outcome object
         outcome = ctx.outcome
         if not is_object(outcome):
@@ -417,20 +423,30 @@ def _close_calls(machine: MachineView, run: Run, reason: CloseReasonRecord, even
 def supersede(ctx: BeginContext) -> None:
     closure = ctx.closure
     machine = closure._machine
-    closed = draft_of(ctx)  # the superseded generation, closed aside; the new run replaces it at install
+    run = closure._run  # the superseded generation: the new run replaces it at install; it is not written
+    assert run is not None
     status = machine.effect_run_to["supersede"]
     texts = machine.texts
     reason: CloseReasonRecord = (status, texts["superseded_code"], closure._superseded_message, "unknown")
-    _close_calls(machine, closed, reason, machine.call_events["supersede"][status])
-    closed.close_reason = reason
-    closed.state = status
-    # Before the generation number changes (SUP-3): its records, frozen now; the view is built on first read.
-    ctx.superseded = snapshot_source(closure, closed)
+    event = machine.call_events["supersede"][status]
+    pending = machine.initial_call_state
+    # Its pending calls are closed in its snapshot, the one place they are seen again: the call machine's move is
+    # resolved now, one for all of them (they share the pending state), and applied when the snapshot is built.
+    target = machine.effect_call_next["supersede"].get((pending, status))
+    calls = tuple(run.calls)  # frozen before the generation number changes (SUP-3); the view is built on first read
+    if target is None:
+        _close_calls(machine, run.draft(), reason, event)  # raises the table's error if a call is pending
+    closed = status in machine.closed
+    diagnostics = tuple(run.diagnostics)
+    ctx.superseded = (
+        superseded_snapshot,
+        (closure._records, run.generation, closed, reason, pending, target, calls, diagnostics),
+    )
 
 
 def start_generation(ctx: BeginContext) -> None:
-    closure = ctx.closure
-    generation = closure._generation + 1  # the counter is the installed run's: it moves at install, not here
+    run = ctx.closure._run
+    generation = (0 if run is None else run.generation) + 1  # the installed run's counter: moves at install
     # The validated calls, all pending, and their index: built by validate_calls, this operation's own.
     ctx.draft = Run(generation, BatchHandle(generation), ctx.validated, ctx.index, [])  # fresh diagnostics (DIAG-2)
 
@@ -502,19 +518,6 @@ def take_snapshot(closure: Instance, run: Run | None = None) -> Snapshot:
     # The identity registry exports consult (SNAP-5): the record is a weak reference to the view.
     closure._records[id(view)] = SnapshotRecord(view, closed, calls, closure._records)
     return view
-
-
-def snapshot_source(closure: Instance, run: Run) -> SnapshotSource:
-    """What :func:`take_snapshot` would build from ``run`` now, its records frozen (tuples), to be built later.
-
-    The snapshot built on first read (``BeginResult.superseded``, from any
-    thread, at any time) is then this moment's, whatever happens to ``run``.
-    """
-    closed = run.state in closure._machine.closed
-    return (
-        registered_snapshot,
-        (closure._records, run.generation, closed, run.close_reason, tuple(run.calls), tuple(run.diagnostics)),
-    )
 
 
 def _begin_result(ctx: BeginContext) -> BeginResult:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, TypeAlias
 
-from tool_call_closure.ecma_json import json_stringify
+from tool_call_closure.absent import ABSENT
+from tool_call_closure.ecma_json import error_text, json_stringify
 from tool_call_closure.parts import ToolContent
 from tool_call_closure.values import (
     CODE,
@@ -57,7 +58,10 @@ def record_text(settlement: SettlementRecord) -> str | ToolContent:
     """A success's stored text (or parts, D22); for an error or a cancellation, :func:`record_error_object`'s JSON."""
     if settlement[STATUS] == "success":
         return settlement[CONTENT]  # type: ignore[return-value]  # a success always has its content
-    return json_stringify(record_error_object(settlement))
+    synthetic = settlement[PROVENANCE] == "synthetic"
+    state = settlement[SIDE_EFFECT_STATE] if synthetic else ABSENT
+    text = error_text(settlement[CODE], settlement[MESSAGE], state)  # the common case, written directly
+    return json_stringify(record_error_object(settlement)) if text is None else text
 
 
 def error_object(settlement: Settlement) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""The lean generated code: the public methods' fast entry points and the shortcuts they take.
+
+Theory of operation
+-------------------
+``machine/specialize.py`` writes each public method's entry point
+(``generated.method_succeed`` …) as a simplified copy of its operation's
+``enter_<op>``.  The vectors, the bounded model check and the fault sweep
+run through the public class, so through these copies; here: that each
+public method has its copy and the class calls it, that the simplifications
+keep the meaning on small programs, and that the direct writer of an error's
+export text gives ``JSON.stringify``'s text.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tool_call_closure import create_tool_call_closure
+from tool_call_closure.ecma_json import error_text, json_stringify
+from tool_call_closure.machine import generated
+from tool_call_closure.machine.specialize import METHOD_ARGUMENTS, _specialized
+
+_ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), max_size=12)
+
+
+@given(code=_ANY_TEXT, message=_ANY_TEXT, state=st.one_of(st.none(), _ANY_TEXT, st.just("absent")))
+def test_the_error_text_is_json_stringify_of_the_error_object(code: str, message: str, state: str | None) -> None:
+    error: dict[str, object] = {"code": code, "message": message}
+    if state != "absent":
+        error["side_effect_state"] = state
+    expected = json_stringify({"error": error})
+    assert error_text(code, message, *(() if state == "absent" else (state,))) == expected
+
+
+def test_the_error_text_declines_what_is_not_text() -> None:
+    assert error_text(5, "m") is None
+    assert error_text("c", "m", 1.5) is None
+
+
+def test_every_public_method_has_its_entry_point_and_the_class_calls_it(monkeypatch: object) -> None:
+    assert set(generated.METHODS) == set(METHOD_ARGUMENTS)
+    c = create_tool_call_closure()
+    seen: list[str] = []
+    for name, function in generated.METHODS.items():
+
+        def spy(*args: object, _function: object = function, _name: str = name) -> object:
+            seen.append(_name)
+            return _function(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(generated, function.__name__, spy)  # type: ignore[attr-defined]
+    handle = c.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}, {"id": "c", "name": "t"}]).handle
+    c.succeed(handle, "a", "ok")
+    c.fail(handle, "b", "no")
+    c.cancel(handle, "c")
+    c.settle(handle, "c", {"status": "success", "content": "late"})
+    c.close(handle)
+    assert seen == ["begin", "succeed", "fail", "cancel", "settle", "close"]
+
+
+def _run(source: str, bound: dict[str, object], **arguments: object) -> object:
+    entry = ast.parse(source).body[0]
+    assert isinstance(entry, ast.FunctionDef)
+    function = _specialized(entry, "method_x", tuple(arguments), bound)  # type: ignore[arg-type]
+    namespace: dict[str, object] = {}
+    exec(compile(ast.Module([function], []), "<test>", "exec"), namespace)
+    return namespace["method_x"](None, *arguments.values())  # type: ignore[operator]
+
+
+_PROGRAM = '''
+def enter_x(closure, value, status=None, flag=False):
+    """x: a program."""
+    alias = status
+    kind = "none"
+    if alias == "success" and not flag:
+        kind = "success"
+    elif alias is None:
+        kind = "read"
+    copied = value
+    value = copied + 1
+    total = copied * 10 + value
+    return (kind, total, flag or alias is None)
+'''
+
+
+def test_the_simplifications_keep_the_meaning_of_a_program() -> None:
+    original: dict[str, object] = {}
+    exec(_PROGRAM, original)
+    for bound in ({"status": "success", "flag": False}, {"status": None, "flag": True}, {"status": "error"}):
+        for value in (0, 4):
+            expected = original["enter_x"](None, value, **bound)  # type: ignore[operator]
+            assert _run(_PROGRAM, dict(bound), value=value) == expected
