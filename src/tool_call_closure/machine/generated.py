@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "1fdd8abd1599c75085376361ac649b02ab6667548f9de7afd1902de18b5fdcc5"
+SOURCES_SHA256: Final = "4cef29bb9390c6179e1d45c6e7f20cc5eb58abbc580caca4b239d65dceb47953"
 
 
 def spill_BeginContext(
@@ -109,7 +109,7 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
     # effect validate_turn: inlined from tool_call_closure.machine.semantics.validate_turn
     effect_validate_turn__turn = turn
     if effect_validate_turn__turn is not None:
-        effect_validate_turn__generation = (
+        effect_validate_turn__generation: object = (
             effect_validate_turn__turn.generation if type(effect_validate_turn__turn) is semantics_.TurnToken else None
         )
         if (
@@ -349,7 +349,7 @@ def spill_SettleContext(
     closure: Instance,
     method: str,
     handle: object,
-    call_id: str,
+    call_id: Any,
     outcome: Any,
     fixed_status: str | None,
     content: Any,
@@ -381,7 +381,7 @@ def enter_settle(
     closure: Instance,
     method: str,
     handle: object,
-    call_id: str,
+    call_id: Any,
     outcome: Any = ABSENT,
     fixed_status: str | None = None,
     content: Any = ABSENT,
@@ -405,7 +405,7 @@ def enter_settle(
     if trace is not None:
         trace.append("settle.prepare.read")
     # effect validate_call_id: inlined from tool_call_closure.machine.semantics.validate_call_id
-    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__call_id: object = call_id
     effect_validate_call_id__run = closure._run
     if not (
         type(effect_validate_call_id__call_id) is str
@@ -418,7 +418,7 @@ def enter_settle(
     call_id = effect_validate_call_id__call_id
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
-    effect_read_handle_generation__generation = (
+    effect_read_handle_generation__generation: object = (
         effect_read_handle_generation__handle.generation
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
@@ -1012,7 +1012,7 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
         trace.append("close.prepare.read")
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
-    effect_read_handle_generation__generation = (
+    effect_read_handle_generation__generation: object = (
         effect_read_handle_generation__handle.generation
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
@@ -1304,7 +1304,7 @@ def enter_seal(closure: Instance, method: str, handle: object) -> Any:
         trace.append("seal.prepare.read")
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
-    effect_read_handle_generation__generation = (
+    effect_read_handle_generation__generation: object = (
         effect_read_handle_generation__handle.generation
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
