@@ -73,6 +73,7 @@ def test_compiled_and_walked_tables_agree_on_every_bfs_reachable_step() -> None:
     assert_bfs_agrees(MACHINE, WALK, "compiled and walked tables")
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_emit_python_prints_the_source_that_runs() -> None:
     out = io.StringIO()
     with redirect_stdout(out):
@@ -99,6 +100,7 @@ def test_emit_python_prints_the_source_that_runs() -> None:
         assert f'"{r.id}"' in source
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_a_traceback_from_the_shipped_path_names_the_checked_in_module() -> None:
     c = create_tool_call_closure()
     with pytest.raises(UsageError) as info:
@@ -192,6 +194,7 @@ def test_the_shipped_semantics_are_written_into_the_generated_code() -> None:
             assert f"{python_name(kind, name)}(ctx)" not in SOURCE
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_an_inlined_body_reads_its_module_globals_when_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rebinding a global of the semantics changes the inlined code exactly as it changes a call."""
     from tool_call_closure.machine import semantics
@@ -389,6 +392,7 @@ class _Mapping(dict[str, Any]):
     pass
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 @pytest.mark.parametrize(
     ("effect", "operation", "expected"),
     [

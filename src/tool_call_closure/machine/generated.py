@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
-SOURCES_SHA256: Final = "4cef29bb9390c6179e1d45c6e7f20cc5eb58abbc580caca4b239d65dceb47953"
+SOURCES_SHA256: Final = "89237a20720a6de6d9750f1a106422c7bd4234484b9b5ffb1ccc0aa3fa17242e"
 
 
 def spill_BeginContext(
@@ -110,7 +110,9 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
     effect_validate_turn__turn = turn
     if effect_validate_turn__turn is not None:
         effect_validate_turn__generation: object = (
-            effect_validate_turn__turn.generation if type(effect_validate_turn__turn) is semantics_.TurnToken else None
+            getattr(effect_validate_turn__turn, "generation")
+            if type(effect_validate_turn__turn) is semantics_.TurnToken
+            else None
         )
         if (
             type(effect_validate_turn__generation) is not int
@@ -419,7 +421,7 @@ def enter_settle(
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
     effect_read_handle_generation__generation: object = (
-        effect_read_handle_generation__handle.generation
+        getattr(effect_read_handle_generation__handle, "generation")
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -1013,7 +1015,7 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
     effect_read_handle_generation__generation: object = (
-        effect_read_handle_generation__handle.generation
+        getattr(effect_read_handle_generation__handle, "generation")
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -1305,7 +1307,7 @@ def enter_seal(closure: Instance, method: str, handle: object) -> Any:
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
     effect_read_handle_generation__generation: object = (
-        effect_read_handle_generation__handle.generation
+        getattr(effect_read_handle_generation__handle, "generation")
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )

@@ -286,7 +286,7 @@ def validate_turn(ctx: BeginContext) -> None:
     # safe integer >= 0 (one built by hand, or rewritten with object.__setattr__).  None means no turn guard.
     turn = ctx.turn
     if turn is not None:
-        generation: object = turn.generation if type(turn) is TurnToken else None  # unchecked until judged
+        generation: object = getattr(turn, "generation") if type(turn) is TurnToken else None  # noqa: B009 (untyped)
         if type(generation) is not int and issubclass(type(generation), int) and type(generation) is not bool:
             generation = int.__index__(cast(int, generation))  # an int subclass: its plain value (D5)
         if type(generation) is not int or not 0 <= generation <= MAX_SAFE_INTEGER:
@@ -308,8 +308,13 @@ def validate_call_id(ctx: SettleContext) -> None:
 
 def read_handle_generation(ctx: HandleContext) -> None:
     handle = ctx.handle
-    # object: a handle's generation is a caller's value until checked (a compiled read of an int would check it)
-    generation: object = handle.generation if type(handle) is BatchHandle else read_key(handle, "generation")
+    # Read untyped: a handle's generation is a caller's value until checked (object.__setattr__ can forge it), and
+    # compiled (mypyc) a read typed int is a check that raises TypeError where the rules answer a rejection.
+    generation: object = (
+        getattr(handle, "generation")  # noqa: B009
+        if type(handle) is BatchHandle
+        else read_key(handle, "generation")
+    )
     if type(generation) is int and 0 < generation <= MAX_SAFE_INTEGER:
         ctx.reject_generation = generation  # the common case, decided as safe_positive_int decides it
     else:
