@@ -20,7 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from provider_stub import Call, ProviderStub, Turn
 
-__all__ = ["server", "streaming_server"]
+__all__ = ["MCP_SERVER", "mcp_turns_server", "server", "streaming_server"]
+
+MCP_SERVER = Path(__file__).resolve().parents[1] / "tests" / "mcp_server.py"
+"""The MCP server the MCP examples start (a real one, written with the ``mcp`` package's server API)."""
 
 # How many events of the second streamed turn arrive before the connection drops: the first call has
 # arrived whole (or, for Chat, its last fragment), the second has started but not finished.
@@ -58,6 +61,18 @@ def streaming_server(provider: str, argv: list[str] | None) -> Iterator[str]:
         Turn(text="It is sunny in Paris; the forecast timed out."),
     ]
     with _serve(provider, argv, turns) as base_url:
+        yield base_url
+
+
+@contextlib.contextmanager
+def mcp_turns_server(
+    provider: str, argv: list[str] | None, calls: list[tuple[str, dict[str, object]]]
+) -> Iterator[str]:
+    """For the MCP examples: one model turn calling the MCP tools ``calls`` (name, arguments), then the final text."""
+    turn = Turn(
+        tuple(Call(_id(provider, f"{name}_{i}"), name, json.dumps(args)) for i, (name, args) in enumerate(calls))
+    )
+    with _serve(provider, argv, [turn, Turn(text="Here is the chart; the slow report timed out.")]) as base_url:
         yield base_url
 
 

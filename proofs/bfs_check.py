@@ -341,7 +341,12 @@ def _committed(obs: Observation) -> tuple[object, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if "--durable" in arguments:  # the durable layer's check: crashes, restores, tokens (proofs/durable_bfs.py)
+        import durable_bfs
+
+        return durable_bfs.main([a for a in arguments if a != "--durable"])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="--durable: proofs/durable_bfs.py")
     parser.add_argument("--calls", type=int, default=3, help="ids per generation, and max_calls (default 3)")
     parser.add_argument("--generations", type=int, default=3, help="successful begins to explore (default 3)")
     parser.add_argument("--max-diagnostics", type=int, default=2, help="the instance's max_diagnostics (default 2)")
@@ -355,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("classes", "all"),
         help="also check I9: inject a fault at every point of each commit class (or of every commit, 'all')",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     bounds = Bounds(
         calls=args.calls,
         generations=args.generations,

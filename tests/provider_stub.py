@@ -38,6 +38,9 @@ Bedrock result, and a Gemini response part whose name does not match.
 Bounded traffic: at most ``max_requests`` requests (then 429 for everything)
 and ``max_body_bytes`` per body (then 413).  Every request is recorded with
 the answer it got, so a test can say which one was refused and why.
+
+Content parts (D22): every request is also checked against the provider's
+native content rules for tool results (``stub_content.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from stub_content import ContentRefusalError, check_content
 
 __all__ = ["Call", "ProviderStub", "Recorded", "Turn"]
 
@@ -410,6 +415,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, provider: str, path: str, body: dict[str, Any]) -> dict[str, Any] | _Streamed:
         stub = self.owner
+        try:  # the native content rules (D22): tests/stub_content.py
+            check_content(provider, path, body)
+        except ContentRefusalError as refusal:
+            raise StubRefusalError(refusal.message) from None
         if provider == "openai_chat":
             check_chat(body["messages"])
             turn = stub._next_turn(provider)

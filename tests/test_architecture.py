@@ -158,7 +158,10 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
             ["serve", "subject", "vectors", "conform", "compare", "coverage", "modelgen", "fuzz", "scenarios"],
         ),
         ("tool_call_closure.cli", ["main", "demo"]),
-        ("tool_call_closure.runners", ["asyncio_runner", "thread_runner", "batch", "outcomes", "options"]),
+        (
+            "tool_call_closure.runners",
+            ["asyncio_runner", "thread_runner", "batch", "outcomes", "options", "mcp_tools", "mcp_wire", "mcp_results"],
+        ),
     ],
 )
 def test_each_room_holds_its_modules(package: str, modules: list[str]) -> None:

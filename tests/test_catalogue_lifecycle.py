@@ -262,6 +262,9 @@ PUBLIC_NAMES = [
     "CallSnapshot",
     "CloseReason",
     "Diagnostic",
+    "FileInput",  # deviation D22: content parts (tool_call_closure.parts)
+    "ImageInput",
+    "JsonInput",
     "LimitError",
     "Limits",
     "Rejection",
@@ -269,11 +272,14 @@ PUBLIC_NAMES = [
     "SettlementResult",
     "Snapshot",
     "TableError",
+    "TextInput",
     "ToolCallClosure",
     "ToolCallClosureError",
+    "ToolContent",
     "TurnToken",  # deviation D20: the token turn_token() returns, for begin(calls, turn=token)
     "UsageError",
     "__version__",
+    "content",
     "create_tool_call_closure",
     "to_json",
 ]

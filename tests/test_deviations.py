@@ -1,7 +1,7 @@
-"""The deviations D1..D21 (``spec/deviations.json``): where the reference deliberately differs from the original.
+"""The deviations D1..D22 (``spec/deviations.json``): where the reference deliberately differs from the original.
 
 Each test asserts the reference's documented behaviour through the public API.  For the deviations that are
-visible over protocol v1 (``"protocol": true``: D1, D2, D3, D7, D8..D11, D18 and D20) the same request lines are also sent to
+visible over protocol v1 (``"protocol": true``: D1, D2, D3, D7, D8..D11, D18, D20 and D22) the same request lines are also sent to
 ``python -m tool_call_closure serve`` and to the original through the Node adapter
 (``src/tool_call_closure/conformance/node/adapter.cjs``), and both answers are pinned, showing the documented difference.
 Only the Node part is skipped when ``node`` or the original (``$TCC_JS``, else the shared seed path) is missing.
@@ -140,7 +140,7 @@ CHAT_A_CANCELLED = (
 
 def test_every_deviation_has_a_test_and_every_protocol_visible_one_a_protocol_test() -> None:
     names = [name for name in globals() if name.startswith("test_D")]
-    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20, 21)]
+    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20, 21, 22, 23)]
     for deviation_id, deviation in DEVIATIONS.items():
         own = [name for name in names if name.startswith(f"test_{deviation_id}_")]
         assert own, deviation_id
@@ -1357,3 +1357,82 @@ def test_D21_without_on_end_begin_is_unchanged_and_nothing_is_kept() -> None:
     assert closure._end_watch.callbacks == {}
     assert closure._end_watch.pending == {}
     assert not closure._end_watch.active
+
+
+# =========================================================================== D22 (tests/test_content_parts.py has the rest)
+
+
+def test_D22_a_result_made_of_parts_is_recorded_and_rendered_natively() -> None:
+    from tool_call_closure import ImageInput, content
+
+    closure, handle = begun("a")
+    result = content(["chart:", ImageInput(media_type="image/png", data=b"\x89PNG")])
+    assert closure.succeed(handle, "a", result).accepted
+    snapshot = closure.close(handle)
+    assert isinstance(snapshot, Snapshot)
+    blocks = closure.to_anthropic_tool_results(snapshot)[0]["content"]
+    assert [block["type"] for block in blocks] == ["text", "image"]  # type: ignore[index]
+    assert closure.to_openai_chat_completions(snapshot)[0]["content"].startswith("chart:\n[image image/png, 4 bytes")
+
+
+def test_D22_over_the_protocol() -> None:
+    parts = {
+        "$parts": [
+            {"type": "text", "text": "hi"},
+            {"type": "image", "mediaType": "image/gif", "url": "https://e.com/a.gif"},
+        ]
+    }
+    lines = [NEW, BEGIN_A, request(2, "succeed", H1, "a", parts), request(3, "snapshot")]
+    content_json = (
+        '{"$parts":[{"type":"text","text":"hi"},{"type":"image","mediaType":"image/gif","url":"https://e.com/a.gif"}]}'
+    )
+    assert same(
+        reference(*lines),
+        [
+            '{"id":0,"ok":null}',
+            BEGIN_A_OK,
+            '{"id":2,"ok":{"accepted":true,"generation":1,"callId":"a","settlement":{"status":"success",'
+            f'"content":{content_json},"provenance":"reported"}}}}}}',
+            '{"id":3,"ok":{"generation":1,"closed":false,"closeReason":null,"calls":[{"id":"a","name":"t",'
+            f'"state":"success","settlement":{{"status":"success","content":{content_json},"provenance":"reported"}}}}],'
+            '"diagnostics":[]}}',
+        ],
+    )
+    # The original has no content parts: the protocol tag is unknown to its adapter (a ProtocolError), and the
+    # closest a caller gets, the same object as plain content, is stored as its JSON text.
+    answers = original(*lines)
+    assert json.loads(answers[2])["error"]["kind"] == "ProtocolError"
+    plain = {"$literal": parts["$parts"]}
+    stored = original(NEW, BEGIN_A, request(2, "succeed", H1, "a", plain))[2]
+    assert json.loads(stored)["ok"]["settlement"]["content"] == json.dumps(parts["$parts"], separators=(",", ":"))
+
+
+# =========================================================================== D23
+
+
+def test_D23_a_closure_outlives_its_process_through_an_image_and_a_new_epoch() -> None:
+    from tool_call_closure.durable import FencedClosure, TokenRejection
+
+    owner = FencedClosure.new("d23", b"k" * 32)
+    begun = owner.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}])
+    assert owner.settle(begun.tokens["a"], {"status": "success", "content": "1"}).accepted
+    successor = FencedClosure.restore(owner.image(), b"k" * 32)  # the owner's process died; its image survived
+    assert successor.epoch == 2
+    assert successor.settle(begun.tokens["b"], {"status": "success"}) == TokenRejection("stale_epoch", 1, 1, "b")
+    assert successor.settle(successor.tokens()["b"], {"status": "success", "content": "2"}).accepted
+    assert successor.begin([{"id": "c", "name": "t"}]).result.generation == 2  # numbering continues
+
+
+def test_D23_a_forged_token_changes_nothing_and_the_closure_in_memory_is_unchanged() -> None:
+    from tool_call_closure.durable import FencedClosure
+
+    fenced = FencedClosure.new("d23", b"k" * 32)
+    token = fenced.begin([{"id": "a", "name": "t"}]).tokens["a"]
+    before = fenced.image()
+    assert (
+        fenced.settle(token[:-1] + ("A" if token[-1] != "A" else "B"), {"status": "success"}).reason == "token_forged"
+    )
+    assert fenced.image() == before
+    closure, handle = begun("a")  # without the durable layer, nothing changed: handles are identities
+    assert closure.settle(BatchHandle(generation=1), "a", {"status": "success"}).reason == "stale_generation"
+    assert closure.settle(handle, "a", {"status": "success", "content": "1"}).accepted

@@ -32,6 +32,7 @@ CUT_EXCEPTIONS = {
     "streaming_gemini": "RemoteProtocolError",
     "streaming_bedrock": "ProtocolError",
 }
+MCP_LOOPS = ["mcp_stdio_loop", "mcp_http_loop"]
 MYPY = Path(sys.executable).with_name("mypy")
 
 
@@ -74,8 +75,39 @@ def test_the_streaming_example_answers_every_call_and_runs_none_of_a_cut_turn(na
     assert "rain" not in done.stdout
 
 
+@pytest.mark.slow
+def test_the_durable_loop_resumes_after_a_kill_without_running_a_recorded_call_again() -> None:
+    """examples/durable_loop.py: a process killed mid-batch, its successor resumes from the SQLite store."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "durable_loop.py")], capture_output=True, text=True, timeout=180, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "  ran get_weather: accepted" in lines
+    assert "  the dead process's token: stale_epoch" in lines
+    assert "  get_weather: success (recorded: not run again)" in lines
+    assert "  get_forecast: pending" in lines
+    assert lines[-2] == "It is sunny in Paris; the forecast timed out."  # the stub accepted the next request
+    assert lines[-1] == 'tool executions: ["toolu_weather"]'
+
+
+@pytest.mark.slow  # two processes each: the agent loop with the provider stub, and the real MCP server it calls
+@pytest.mark.parametrize("name", MCP_LOOPS)
+def test_the_mcp_example_runs_the_servers_tools_in_a_provider_loop(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True, timeout=180, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "Here is the chart; the slow report timed out."
+    image, structured, slow = lines[:-1]
+    assert "image" in image  # the chart went back as the provider's native image block
+    assert structured.endswith(("['text', 'text']", "['input_text', 'input_text']"))
+    assert "tool_timeout" in slow
+
+
 def test_every_example_directory_entry_is_run_by_a_test() -> None:
-    assert sorted(p.stem for p in EXAMPLES.glob("*_loop.py")) == sorted(LOOPS)
+    assert sorted(p.stem for p in EXAMPLES.glob("*_loop.py")) == sorted([*LOOPS, *MCP_LOOPS, "durable_loop"])
     assert sorted(p.stem for p in EXAMPLES.glob("streaming_*.py")) == sorted(STREAMING)
 
 

@@ -43,6 +43,7 @@ def test_every_provider_has_a_usage_file_without_casts() -> None:
     assert [path.name for path in USAGE] == [
         "usage_anthropic.py",
         "usage_bedrock.py",
+        "usage_content_parts.py",
         "usage_gemini.py",
         "usage_openai_chat.py",
         "usage_openai_responses.py",
@@ -59,7 +60,7 @@ def test_the_sdk_calls_type_check_and_the_typos_do_not() -> None:
         for number, line in enumerate(REJECTED.read_text(encoding="utf-8").splitlines(), start=1)
         if "# error: " in line
     }
-    assert len(expected) == 9
+    assert len(expected) == 16
     status, errors = _mypy(*USAGE, REJECTED)
     assert status == 1
     assert errors == expected

@@ -13,6 +13,7 @@ module / package    what lives there
 ``errors``          the one error root and its kinds; ``absent``: ``ABSENT``;
 ``absent``          JavaScript's ``undefined``; ``inputs``: what callers pass
 ``inputs``          (typed dicts of calls, outcomes, close reasons)
+``parts``           content parts of a result (D22): ``content([...])``
 ``spec_files``      the shipped ``spec/`` files, found in the package
 ``ecma``            the original's JavaScript primitives on Python values
 ``ecma_json``       ``JSON.stringify`` for Python values (success content)
@@ -22,6 +23,7 @@ module / package    what lives there
 ``providers/``      one module per provider API: ingest, stream, render, check
 ``closure``         the public class :class:`ToolCallClosure`
 ``runners/``        run a batch's tools, each call ending exactly once
+``durable/``        closures that outlive their process: images, epochs, tokens, SQLite/PostgreSQL stores
 ``conformance/``    the kit for ports: protocol subject, vectors, fuzzing
 ``cli/``            the ``tool-call-closure`` command
 ==================  ==========================================================
@@ -29,6 +31,7 @@ module / package    what lives there
 
 from tool_call_closure.closure import ToolCallClosure, create_tool_call_closure, to_json
 from tool_call_closure.errors import LimitError, TableError, ToolCallClosureError, UsageError
+from tool_call_closure.parts import FileInput, ImageInput, JsonInput, TextInput, ToolContent, content
 from tool_call_closure.values import (
     Accepted,
     BatchHandle,
@@ -53,6 +56,9 @@ __all__ = [
     "CallSnapshot",
     "CloseReason",
     "Diagnostic",
+    "FileInput",
+    "ImageInput",
+    "JsonInput",
     "LimitError",
     "Limits",
     "Rejection",
@@ -60,11 +66,14 @@ __all__ = [
     "SettlementResult",
     "Snapshot",
     "TableError",
+    "TextInput",
     "ToolCallClosure",
     "ToolCallClosureError",
+    "ToolContent",
     "TurnToken",
     "UsageError",
     "__version__",
+    "content",
     "create_tool_call_closure",
     "to_json",
 ]

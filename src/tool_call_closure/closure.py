@@ -14,7 +14,12 @@ step lives in :mod:`.machine.semantics`.
 
 Exports.  The table names each export method's *format*; this class binds
 the format to its provider's renderer (:data:`.providers.RENDERERS`) and hands
-it to the operation, so the machine never imports a provider.
+it to the operation, so the machine never imports a provider.  A result made
+of content parts (``parts.content()``, deviation D22) is rendered by each
+export in its provider's native shape (:mod:`.providers.parts_render`: the
+table of parts per export and the documented fallbacks); two exports take
+an option for what a model family refuses: ``to_bedrock_tool_results(…,
+media=False)`` and ``to_gemini_function_responses(…, family="gemini-2")``.
 
 Threading model.  Each instance owns one lock (a ``threading.RLock``, used
 for its owner check only).  Every operation is atomic: its decision and its
@@ -35,6 +40,7 @@ be copied or pickled (a copy would share its lock, run and registry).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +60,7 @@ from tool_call_closure.machine.context import (
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.providers import RENDERERS
+from tool_call_closure.providers.parts_render import GEMINI_FAMILIES, GeminiFamily
 from tool_call_closure.providers.sdk_types import (
     AnthropicToolResultBlockParam,
     BedrockContentBlock,
@@ -64,6 +71,7 @@ from tool_call_closure.providers.sdk_types import (
 from tool_call_closure.values import (
     BatchHandle,
     BeginResult,
+    CallRecord,
     DiagnosticRecord,
     Limits,
     Rejection,
@@ -211,6 +219,22 @@ class ToolCallClosure:
         state = "none" if run is None else f"generation {run.generation} {run.state}"
         return f"<ToolCallClosure {state}>"
 
+    def _committed_state(self) -> tuple[Run | None, tuple[CallRecord, ...], tuple[DiagnosticRecord, ...]]:
+        """The committed state at one instant, for an image (``durable.image``): the run, its calls, the diagnostics.
+
+        Read under the lock, so no commit lands between the reads.  The
+        records are plain tuples; the ``Run`` is the installed one (not to be changed).
+        """
+        with self._lock:
+            run = self._run
+            return run, (() if run is None else tuple(run.calls)), tuple(self._diagnostics)
+
+    def _with_committed_state(self, run: Run | None, diagnostics: list[DiagnosticRecord]) -> None:
+        """Install a restored state (``durable.image``) into a new instance no operation has touched yet."""
+        with self._lock:
+            self._run = run
+            self._no_run_diagnostics = diagnostics if run is None else []
+
     @property
     def limits(self) -> Limits:
         """The limits this instance was created with."""
@@ -298,7 +322,12 @@ class ToolCallClosure:
         return result
 
     def succeed(self, handle: BatchHandle, call_id: str, content: Any = ABSENT) -> SettlementResult:
-        """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value."""
+        """``settle`` with status success; ``content`` is a string (stored as is) or a JSON-compatible value.
+
+        Or parts (deviation D22): ``succeed(handle, id, content([...]))``, text,
+        images, files and JSON, recorded as they are (``max_result_bytes`` bounds
+        their ``size``) and rendered natively by each export.
+        """
         if self._machine is _SHIPPED:  # the checked-in machine, its parameters by position (what SettleContext takes)
             return generated.enter_settle(  # type: ignore[no-any-return]
                 self, "succeed", handle, call_id, ABSENT, "success", content
@@ -389,40 +418,75 @@ class ToolCallClosure:
     def to_openai_chat_completions(
         self, snapshot: Snapshot | Rejection | None = None
     ) -> list[ChatCompletionToolMessageParam]:
-        """``[{"role": "tool", "tool_call_id", "content"}]`` for a closed snapshot (default: a fresh one)."""
+        """``[{"role": "tool", "tool_call_id", "content"}]`` for a closed snapshot (default: a fresh one).
+
+        A tool message is text only: a result made of parts (D22) gives its
+        text and a note per media part; ``openai_chat.next_messages(…,
+        media_from=snapshot)`` sends the media in a user message after them.
+        """
         payload: list[ChatCompletionToolMessageParam] = self._export("to_openai_chat_completions", snapshot)
         return payload
 
     def to_openai_responses(self, snapshot: Snapshot | Rejection | None = None) -> list[ResponsesFunctionCallOutput]:
-        """``[{"type": "function_call_output", "call_id", "output"}]`` for a closed snapshot."""
+        """``[{"type": "function_call_output", "call_id", "output"}]`` for a closed snapshot.
+
+        A result made of parts (D22): ``output`` is a list of ``input_text``,
+        ``input_image`` and ``input_file`` items.
+        """
         payload: list[ResponsesFunctionCallOutput] = self._export("to_openai_responses", snapshot)
         return payload
 
     def to_anthropic_tool_results(
         self, snapshot: Snapshot | Rejection | None = None
     ) -> list[AnthropicToolResultBlockParam]:
-        """``[{"type": "tool_result", "tool_use_id", "content", "is_error"?}]`` for a closed snapshot."""
+        """``[{"type": "tool_result", "tool_use_id", "content", "is_error"?}]`` for a closed snapshot.
+
+        A result made of parts (D22): ``content`` is a list of ``text``,
+        ``image`` and ``document`` blocks.
+        """
         payload: list[AnthropicToolResultBlockParam] = self._export("to_anthropic_tool_results", snapshot)
         return payload
 
-    def to_gemini_function_responses(self, snapshot: Snapshot | Rejection | None = None) -> list[GeminiPart]:
+    def to_gemini_function_responses(
+        self, snapshot: Snapshot | Rejection | None = None, *, family: GeminiFamily = "gemini-3"
+    ) -> list[GeminiPart]:
         """``[{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}]`` for a closed snapshot.
 
         Send them all in one ``Content(role="user")``; a call Gemini sent
         without an id is answered without one (see :mod:`.providers.gemini`).
+        A success made of parts (D22) puts its media in the function
+        response's ``parts`` for ``family="gemini-3"``; ``family="gemini-2"``
+        (no media in a function response) writes a note for each instead.
         """
-        payload: list[GeminiPart] = self._export("to_gemini_function_responses", snapshot)
+        if family not in GEMINI_FAMILIES:
+            raise UsageError(f"family must be one of {', '.join(GEMINI_FAMILIES)}", code="export_option")
+        renderer = (
+            None if family == "gemini-3" else functools.partial(cast(Any, self._exporters[_GEMINI]), family=family)
+        )
+        payload: list[GeminiPart] = self._export(_GEMINI, snapshot, renderer)
         return payload
 
-    def to_bedrock_tool_results(self, snapshot: Snapshot | Rejection | None = None) -> list[BedrockContentBlock]:
-        """``[{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}]`` for a closed snapshot."""
-        payload: list[BedrockContentBlock] = self._export("to_bedrock_tool_results", snapshot)
+    def to_bedrock_tool_results(
+        self, snapshot: Snapshot | Rejection | None = None, *, media: bool = True
+    ) -> list[BedrockContentBlock]:
+        """``[{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}]`` for a closed snapshot.
+
+        A success made of parts (D22) has ``text``, ``json``, ``image`` and
+        ``document`` blocks; ``media=False``, for a model that refuses media in
+        a tool result, writes a note for each image and PDF instead.
+        """
+        if type(media) is not bool:
+            raise UsageError("media must be True or False", code="export_option")
+        renderer = None if media else functools.partial(cast(Any, self._exporters[_BEDROCK]), media=False)
+        payload: list[BedrockContentBlock] = self._export(_BEDROCK, snapshot, renderer)
         return payload
 
-    def _export(self, method: str, snapshot: Any) -> Any:
+    def _export(self, method: str, snapshot: Any, renderer: Renderer | None = None) -> Any:
+        if renderer is None:
+            renderer = self._exporters[method]
         if self._machine is _SHIPPED:
-            return generated.enter_export(self, method, snapshot, self._exporters[method])
-        result: list[dict[str, Any]] = self._machine.entries["export"](self, method, snapshot, self._exporters[method])
+            return generated.enter_export(self, method, snapshot, renderer)
+        result: list[dict[str, Any]] = self._machine.entries["export"](self, method, snapshot, renderer)
         return result
 
 
@@ -522,6 +586,8 @@ _EXPORTERS: Final = _bind_renderers(MACHINE)  # the shipped table's formats all 
 # through entries.
 _SHIPPED: Final = MACHINE if MACHINE.module is not None else None
 _FAIL_CODE: Final = MACHINE.texts["fail_code"]
+_GEMINI: Final = "to_gemini_function_responses"
+_BEDROCK: Final = "to_bedrock_tool_results"
 _CANCEL_CODE: Final = MACHINE.texts["cancel_code"]
 
 

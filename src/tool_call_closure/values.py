@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast, final
 
 from tool_call_closure.errors import FrozenValueError
+from tool_call_closure.parts import ToolContent
 
 __all__ = [
     "CALL_SETTLEMENT",
@@ -300,8 +301,9 @@ class Settlement:
 
     Three variants, told apart by ``status`` and ``provenance``:
 
-    * reported success: ``content`` is the stored text; ``code``, ``message``
-      and ``side_effect_state`` are ``None``;
+    * reported success: ``content`` is the stored text, or the parts
+      ``content()`` built (a :class:`~tool_call_closure.parts.ToolContent`,
+      deviation D22); ``code``, ``message`` and ``side_effect_state`` are ``None``;
     * reported error/cancelled: ``code`` and ``message``; no ``content``;
     * synthetic error/cancelled (made by close or supersession): ``code``,
       ``message`` and ``side_effect_state``.
@@ -309,7 +311,7 @@ class Settlement:
 
     status: SettledStatus
     provenance: Literal["reported", "synthetic"]
-    content: str | None = None
+    content: str | ToolContent | None = None
     code: str | None = None
     message: str | None = None
     side_effect_state: SideEffectState | None = None
@@ -520,7 +522,7 @@ class Limits:
 
 # --------------------------------------------------------------------------- the instance's own records
 
-SettlementRecord: TypeAlias = tuple[str, str, str | None, str | None, str | None, str | None]
+SettlementRecord: TypeAlias = tuple[str, str, str | ToolContent | None, str | None, str | None, str | None]
 """``(status, provenance, content, code, message, side_effect_state)``: a :class:`Settlement`'s fields, in order."""
 
 CallRecord: TypeAlias = tuple[str, str, str, SettlementRecord | None]

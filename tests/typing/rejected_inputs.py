@@ -6,7 +6,7 @@ from typing import assert_type
 
 from openai.types.responses import Response
 
-from tool_call_closure import BeginResult, Rejection, ToolCallClosure
+from tool_call_closure import BeginResult, FileInput, ImageInput, Rejection, TextInput, ToolCallClosure, content
 
 
 def typos(closure: ToolCallClosure, response: Response) -> None:
@@ -33,3 +33,15 @@ def stale_turns(closure: ToolCallClosure) -> None:
     closure.begin([], turn={"generation": 1})  # error: call-overload
     if isinstance(guarded, BeginResult):
         print(guarded.handle)  # narrowed: a BeginResult
+
+
+def content_parts(closure: ToolCallClosure, png: bytes) -> None:
+    """Deviation D22: a wrong part is caught at the call site."""
+    content([TextInput(png)])  # error: arg-type
+    content([ImageInput(media_type="image/png", data="iVBORw0KGgo=")])  # error: arg-type
+    content([png])  # error: list-item
+    ImageInput("image/png", png)  # error: call-arg
+    content([FileInput(media_type="application/pdf", data=png)])  # error: call-arg
+    snapshot = closure.snapshot()
+    closure.to_bedrock_tool_results(snapshot, media="no")  # error: arg-type
+    closure.to_gemini_function_responses(snapshot, family="gemini-1.5")  # error: arg-type

@@ -12,6 +12,9 @@
 ``check TRACE.jsonl``
     Replay a recorded protocol trace through the reference; report the first
     step where the recording differs.
+``fuzz --agents N`` and ``check --history FILE``
+    Concurrent programs checked for linearizability; a recorded history
+    checked against the table (:mod:`tool_call_closure.cli.agents`).
 ``vectors [--check] [--coverage] [--dir DIR]``
     Regenerate the vectors' expectations from the reference (or, with
     ``--check``, fail if the committed vectors drift); print the coverage table.
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from tool_call_closure import __version__
+from tool_call_closure.cli import agents
 from tool_call_closure.cli.bench import bench_arguments, run_bench
 from tool_call_closure.cli.outputs import output_problem
 
@@ -96,6 +100,7 @@ def _fuzz_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "Node adapter, when node and $TCC_JS or the shared seed copy are found)",
     )
     second.add_argument("--no-also", action="store_true", help="replay a divergence against no second subject")
+    agents.add_fuzz_arguments(fuzz)
     _subject_arguments(fuzz)
 
 
@@ -116,11 +121,13 @@ def _build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        help="replay a recorded protocol trace through the reference",
+        help="replay a recorded protocol trace through the reference, or check a concurrent history",
         description="A trace is JSONL: each request line (with cmd) followed by the response lines it got. "
-        "Exit status: 0 agrees, 1 differs, 2 malformed trace or nothing to check (no request but hello).",
+        "Exit status: 0 agrees, 1 differs, 2 malformed trace or nothing to check (no request but hello). "
+        "With --history FILE instead of a trace: a concurrent history checked for linearizability.",
     )
-    check.add_argument("trace", type=Path, metavar="TRACE.jsonl")
+    check.add_argument("trace", type=Path, metavar="TRACE.jsonl", nargs="?")
+    agents.add_check_arguments(check)
 
     vectors = commands.add_parser("vectors", help="regenerate or check the vectors; print their coverage")
     vectors.add_argument("--dir", type=Path, metavar="DIR", help="vector directory (default: spec/vectors)")
@@ -164,7 +171,22 @@ def _build_parser() -> argparse.ArgumentParser:
         "runner's steps/s.",
     )
     bench_arguments(bench)
+    _add_torture_command(commands)
     return parser
+
+
+def _add_torture_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``torture``: worker processes race on a stored closure while being killed; the history is checked."""
+    from tool_call_closure.cli.torture import torture_arguments
+
+    torture = commands.add_parser(
+        "torture",
+        help="race worker processes on a durable closure (SQLite or PostgreSQL), SIGKILL them, check the history",
+        description="N worker processes race begin/settle/close/seal and token settlements on one stored closure "
+        "while a coordinator SIGKILLs and restarts them; the history is checked for linearizability against the "
+        "closure in memory. Exit 1 on any anomaly (docs/durable.md).",
+    )
+    torture_arguments(torture)
 
 
 def _add_conform_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -321,6 +343,11 @@ def _run(args: argparse.Namespace) -> int:
     if command == "check":
         from tool_call_closure.conformance.conform import check_trace
 
+        if (args.history is None) == (args.trace is None):
+            return _usage("check", "give a TRACE.jsonl or --history FILE (one of the two)")
+        if args.history is not None:
+            return agents.check_history_command(args)
+
         try:
             text = args.trace.read_bytes().decode("utf-8")
         except OSError as exc:
@@ -336,6 +363,10 @@ def _run(args: argparse.Namespace) -> int:
         return run_demo(sys.stdout)
     if command == "bench":
         return run_bench(args)
+    if command == "torture":
+        from tool_call_closure.cli.torture import run_torture
+
+        return run_torture(args, sys.stdout)
     return _table(args.path, args.diagram, args.emit_python, args.emit_outline)
 
 
@@ -406,6 +437,9 @@ def _fuzz(args: argparse.Namespace) -> int:
     from tool_call_closure.conformance.fuzz import fuzz
     from tool_call_closure.conformance.subject import SubjectError
 
+    if args.agents is not None:  # concurrent programs (capability agents)
+        spec = _subject_spec(args)
+        return spec if isinstance(spec, int) else agents.fuzz_agents_command(args, spec)
     problem = _fuzz_argument_problem(args)
     if problem is not None:
         return _usage("fuzz", problem)

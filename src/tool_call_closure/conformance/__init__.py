@@ -11,6 +11,7 @@ module             what it does
 =================  ==================================================================
 ``serve``          the reference itself as a protocol v1 subject
 ``wire``           the protocol's lines: numbers as doubles, the nesting bound
+``parts_wire``     the ``$parts`` tag: content parts over the protocol (capability ``content-parts``, D22)
 ``subject``        subjects: in process, or a subprocess speaking the protocol
 ``vectors``        load the vectors of ``spec/vectors/``; regenerate or check them
 ``runner``         run vectors against a subject, step by step, within timeouts
@@ -25,6 +26,13 @@ module             what it does
 ``fuzz_explore``   the fuzzer's model-guided scenarios, in lockstep on both sides
 ``fuzz_coverage``  the fuzzer's coverage keys, which steer what it draws
 ``fuzz_shrink``    shrink a divergence to the same one; the deviations' inputs
+``serve_agents``   capability agents in serve: each agent's requests on its own thread
+``agents``         the runner's side: concurrent blocks, their history, allowed outcomes
+``agents_model``   the table's interpreter as the checker's model (overlap-only answers too)
+``fuzz_agents``    ``fuzz --agents``: random concurrent programs, checked and shrunk
+``history``        the JSON-lines history format of ``check --history``
+``linearizability`` Wing–Gong search of a concurrent history against any sequential
+                   model (linearizable, violation with its shortest prefix, or unknown)
 ``node/``          the protocol v1 adapter of the JavaScript original
 =================  ==================================================================
 

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, cast
 
 from tool_call_closure import __version__
+from tool_call_closure.conformance.agents import allowed_problem, drive
 from tool_call_closure.conformance.compare import diff_response, diff_responses, expected_text, first_difference
 from tool_call_closure.conformance.report import REPORT_FORMAT, ConformanceRun, VectorResult
 from tool_call_closure.conformance.subject import (
@@ -256,6 +257,8 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
             result.missing = missing
             result.message = f"the subject lacks {', '.join(missing)}"
             return result
+        if "allowed" in vector.data:  # a concurrent scenario (capability agents): one of its allowed outcomes
+            return _run_concurrent(subject, vector, result, deadline)
         steps = vector.steps
         texts = _StepTexts(steps)
         ahead = _send_ahead(subject, texts, len(steps), deadline)
@@ -297,6 +300,20 @@ def _run_vector(session: _Session, vector: Vector) -> VectorResult:
         session.restart()
     finally:
         result.seconds = time.perf_counter() - started
+    return result
+
+
+def _run_concurrent(subject: Subject, vector: Vector, result: VectorResult, deadline: float) -> VectorResult:
+    """Run a vector with agents (:func:`.agents.drive`) and check its answers are one of its allowed outcomes."""
+    steps = vector.steps
+    records = drive(subject, [step["request"] for step in steps], deadline)
+    result.steps = len(records)
+    actual = [record.lines for record in records]
+    problem = allowed_problem(vector.data["allowed"], steps, actual)
+    if problem is not None:
+        result.outcome = "failed"
+        result.message = problem
+        result.actual = [line for lines in actual for line in lines]
     return result
 
 

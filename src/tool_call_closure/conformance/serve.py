@@ -2,42 +2,31 @@
 
 Theory of operation
 -------------------
-One :class:`Server` reads newline-delimited JSON requests, carries each out on
-the current :class:`~tool_call_closure.closure.ToolCallClosure`, and writes one response line
-per request, in order.  It is the reference's face towards conformance
-runners, so it maps protocol values to Python values exactly as the protocol
-specifies and never lets a Python exception escape: every failure becomes an
-``error`` response and the server keeps serving.
+One :class:`Server` reads newline-delimited JSON requests, carries each out on the current
+:class:`~tool_call_closure.closure.ToolCallClosure`, and writes one response line per request, in order.  It is
+the reference's face towards conformance runners, so it maps protocol values to Python values exactly as the
+protocol specifies and never lets a Python exception escape: every failure becomes an ``error`` response and the
+server keeps serving.
 
-Responses are written as :func:`~tool_call_closure.closure.to_json` writes their values; a
-value that is a tree of the library's value objects (a snapshot, a settlement
-result) goes through json's C encoder instead, checked on the way to hold
-nothing that encoder writes differently (:class:`_ResponseText`).
+Responses are written as :func:`~tool_call_closure.closure.to_json` writes their values; a value that is a tree
+of the library's value objects (a snapshot, a settlement result) goes through json's C encoder instead, checked on
+the way to hold nothing that encoder writes differently (:class:`_ResponseText`).
 
-Argument decoding turns tags into objects: handles this session created,
-look-alike handles, earlier results and structural copies of them, absent
-arguments, NaN/±Infinity, exception objects, and hooks.  A :class:`Hook` is
-an object whose first attribute read, ``str()`` or ``__json__`` runs nested
-requests (answered at once, marked ``nested``) before it behaves as its
-``then`` value: the protocol's way to run caller code at every point where
-the implementation reads caller values.
+Argument decoding turns tags into objects: handles this session created, look-alike handles, earlier results and
+structural copies of them, absent arguments, NaN/±Infinity, exception objects, content parts (:mod:`.parts_wire`)
+and hooks.  A :class:`Hook` is an object whose first attribute read, ``str()`` or ``__json__`` runs nested
+requests (answered at once, marked ``nested``) before it behaves as its ``then`` value: the protocol's way to run
+caller code at every point where the implementation reads caller values.
 
-Two bounds keep a hostile conversation from reaching Python's recursion
-limit (which would surface as an ``InternalError``, always a defect): a
-request line may nest at most :data:`MAX_DEPTH` arrays and objects deep
-(nested requests and hook values included, since they are part of the line),
-checked iteratively before anything is decoded (:mod:`.wire` decodes
-lines and measures them); deeper lines get a ``ProtocolError`` and change
-nothing.  Output that cannot be written (the
-reader closed the pipe, the disk is full) ends the session: the server stops
-writing, finishes the request at hand silently and reports the error to
-:func:`serve`'s caller, which exits without a traceback.
+A request line may nest at most :data:`MAX_DEPTH` arrays and objects deep (nested requests and hook values
+included), checked iteratively before anything is decoded (:mod:`.wire`): deeper lines get a ``ProtocolError``,
+and Python's recursion limit is never reached.  Output that cannot be written (a closed pipe, a full disk) ends
+the session: the server stops writing and reports the error to :func:`serve`'s caller.
 
-Everything added to protocol v1 after its first publication is a capability
-(:data:`CAPABILITIES`).  A server made with fewer answers as v1 did without
-them (an unknown tag, cmd or method; ``begin`` ignoring a second argument;
-``$undefined`` only in ``args``): the frozen v1 subject the tests keep
-passing every vector it does not skip.
+Everything added to protocol v1 after its first publication is a capability (:data:`CAPABILITIES`).  A server
+made with fewer answers as v1 did without them (an unknown tag, cmd or method; ``begin`` ignoring a second
+argument; ``$undefined`` only in ``args``): the frozen v1 subject the tests keep passing every vector it does not
+skip.  With ``agents``, requests naming an agent run on that agent's thread (:mod:`.serve_agents`).
 """
 
 from __future__ import annotations
@@ -56,6 +45,8 @@ from tool_call_closure import __version__
 from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
+from tool_call_closure.conformance.parts_wire import PARTS_TAG, decode_parts, response_json
+from tool_call_closure.conformance.serve_agents import Agents, LockedOutput
 from tool_call_closure.conformance.wire import MAX_DEPTH, MAX_SAFE, may_nest_deeper, nesting_depth, parse_request_line
 from tool_call_closure.ecma import to_js_string
 from tool_call_closure.errors import ToolCallClosureError
@@ -81,9 +72,8 @@ __all__ = [
 
 PROTOCOL_VERSION: Final = 1
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-# The optional protocol features this subject has (spec/protocol.md, Capabilities).  Everything added to protocol
-# v1 after its first publication is one of these, so a subject written before an addition, which does not list
-# it, keeps passing every vector it runs: a runner skips the vectors that need a capability the subject lacks.
+# The optional protocol features this subject has (spec/protocol.md, Capabilities): a subject written before an
+# addition, which does not list it, keeps passing every vector it runs (a runner skips those that need it).
 CAPABILITIES: Final = (
     "hook",
     "tamper",
@@ -92,6 +82,8 @@ CAPABILITIES: Final = (
     "gemini-export",
     "bedrock-export",
     "undefined-properties",
+    "agents",
+    "content-parts",
 )
 # The methods that exist only for a subject with a capability: without it they are unknown (ProtocolError).
 METHOD_CAPABILITIES: Final = {
@@ -247,12 +239,12 @@ class _ResponseText:
         if self._encode is not None and type(value) in _VALUE_TYPES:
             try:
                 text = "".join(self._encode(value, 0))
-            except (_NotPlainFormError, ValueError, RecursionError):
+            except (_NotPlainFormError, ValueError, RecursionError, KeyError):  # KeyError: agents' threads
                 self._markers.clear()
             else:
                 if text.isascii() or _SURROGATE.search(text) is None:
                     return text
-        return to_json(value)
+        return response_json(value, to_json)  # to_json; an export's bytes (content parts) as base64
 
 
 def _call_signature(method: Callable[..., Any]) -> tuple[Any, ...]:
@@ -314,7 +306,6 @@ class Server:
         trace: list[str] | None = None,
         capabilities: tuple[str, ...] = CAPABILITIES,
     ) -> None:
-        self._out = out
         # Fewer capabilities make the frozen subjects of the tests: with none, the server is protocol v1 as
         # first published, which must keep passing every vector that requires nothing (tests/test_serve.py).
         # Each capability left out is refused as v1 refused it: an unknown tag, cmd or method, a begin that
@@ -342,11 +333,14 @@ class Server:
         self.finished = False
         # The first error writing the output (EPIPE, ENOSPC, ...); from then on nothing more is written.
         self.output_error: OSError | None = None
+        self.agents = Agents(self.handle_line, self._error) if "agents" in self.capabilities else None
+        self._out: Any = LockedOutput(out) if self.agents is not None else out
 
     # ------------------------------------------------------------------ output
 
     def _write(self, request_id: Any, depth: int, key: str, value_json: str) -> None:
         nested = f',"nested":{depth}' if depth else ""
+        nested = self.agents.mark(nested) if self.agents is not None else nested
         self._write_line('{"id":' + to_json(request_id) + nested + ',"' + key + '":' + value_json + "}\n")
 
     def _write_line(self, line: str) -> None:
@@ -367,7 +361,9 @@ class Server:
     # ------------------------------------------------------------------ requests
 
     def handle_line(self, line: str) -> None:
-        """Answer one request line (top level)."""
+        """Answer one request line (top level); an agent's is handed to its thread (capability ``agents``)."""
+        if self.agents is not None and self.agents.dispatch(line):
+            return
         self._clones = {}
         try:
             request = parse_request_line(line)
@@ -412,7 +408,7 @@ class Server:
         except RequestError as exc:
             self._error(request_id, depth, "ProtocolError", str(exc))
         except Exception as exc:  # noqa: BLE001 - the server keeps serving whatever happens
-            self._error(request_id, depth, "InternalError", f"{type(exc).__name__}: {exc}")
+            self._report(request_id, depth, exc)
 
     def _hello(self, request_id: Any, request: dict[str, Any]) -> None:
         version = request.get("protocol")
@@ -465,7 +461,7 @@ class Server:
         assert isinstance(raw_args, list)
         try:
             args = [self._decode_arg(method, index, arg, depth) for index, arg in enumerate(raw_args)]
-        except RequestError:
+        except (RequestError, ToolCallClosureError):  # the latter: a $parts the library refuses (content-parts)
             self._results.pop(request_id, None)  # a repeated id refers to its latest request, even a failed one
             raise
         attribute = METHODS[method]
@@ -594,6 +590,8 @@ class Server:
             return Error(inner)
         if key == "$literal":
             return inner
+        if key == PARTS_TAG and "content-parts" in self.capabilities:
+            return decode_parts(inner)
         if key == "$hook":
             if type(inner) is not dict:
                 raise RequestError("$hook takes an object")
@@ -695,6 +693,8 @@ def serve(
         server.handle_line(line)
         if server.finished:
             break
+    if server.agents is not None:
+        server.agents.close()
     if server.output_error is not None:
         raise OutputError(server.output_error)
     return 0

@@ -148,6 +148,8 @@ class InProcessSubject(Subject):
         self._buffer.seek(0)
         self._buffer.truncate()
         self._server.handle_line(encode_request(request))
+        if self._server.agents is not None:  # an agent's request runs on its thread: its answer, then return
+            self._server.agents.wait()
         if meanwhile is not None:
             meanwhile()
         return self.raw_lines()

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from tool_call_closure.conformance.agents import allowed_outcomes, request_agent
 from tool_call_closure.conformance.compare import error_code
 from tool_call_closure.conformance.serve import (
     ABSENT_MEMBERS,
@@ -126,9 +127,12 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
-def canonical_hash(vector_id: str, steps: list[dict[str, Any]]) -> str:
-    """The content hash of a vector: sha256 of the canonical JSON of its id and steps."""
-    return hashlib.sha256(_canonical({"id": vector_id, "steps": steps}).encode("utf-8")).hexdigest()
+def canonical_hash(vector_id: str, steps: list[dict[str, Any]], allowed: dict[str, Any] | None = None) -> str:
+    """The content hash of a vector: sha256 of the canonical JSON of its id and steps (and allowed outcomes)."""
+    content: dict[str, Any] = {"id": vector_id, "steps": steps}
+    if allowed is not None:
+        content["allowed"] = allowed
+    return hashlib.sha256(_canonical(content).encode("utf-8")).hexdigest()
 
 
 def _vector_files(directory: Path) -> Iterator[Path]:
@@ -251,7 +255,8 @@ def generate(data: dict[str, Any]) -> dict[str, Any]:
     subject = InProcessSubject(trace=trace)
     steps = []
     for step in data["steps"]:
-        steps.append({"request": step["request"], "responses": subject.send(step["request"])})
+        steps.append({"request": step["request"], "responses": subject.send(_sequential(step["request"]))})
+    allowed = _allowed(steps)
     result = {
         "format": VECTOR_FORMAT,
         "id": data["id"],
@@ -261,10 +266,28 @@ def generate(data: dict[str, Any]) -> dict[str, Any]:
         "requires": sorted(set(data.get("requires", []))),
         "steps": steps,
         "covers": _covers(trace, steps),
-        "sha256": canonical_hash(data["id"], steps),
+        "sha256": canonical_hash(data["id"], steps, allowed),
     }
+    if allowed is not None:
+        result["allowed"] = allowed
     result["requires"] = sorted({*result["requires"], *required_capabilities(s["request"] for s in steps)})
     return result
+
+
+def _sequential(request: Any) -> Any:
+    """A scenario's request run in program order (the coverage run): without its ``agent``."""
+    return {k: v for k, v in request.items() if k != "agent"} if isinstance(request, dict) else request
+
+
+def _allowed(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A concurrent scenario's allowed outcomes (:func:`.agents.allowed_outcomes`); its steps get the first."""
+    if not any(request_agent(step["request"]) is not None for step in steps):
+        return None
+    outcomes = allowed_outcomes([step["request"] for step in steps])
+    varying = [i for i in range(len(steps)) if any(o[i] != outcomes[0][i] for o in outcomes)]
+    for step, lines in zip(steps, outcomes[0], strict=True):
+        step["responses"] = lines
+    return {"steps": varying, "outcomes": [[outcome[i] for i in varying] for outcome in outcomes]}
 
 
 def required_capabilities(requests: Iterable[Any]) -> set[str]:
@@ -272,14 +295,18 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
 
     Observed, never claimed: ``hook`` for a ``$hook`` tag, ``tamper`` for a ``tamper`` request, ``turn-guard``
     (:func:`uses_turn_guard`), ``gemini-export`` and ``bedrock-export`` for a call of those methods (a hook's
-    nested requests included), ``undefined-properties`` for a member that is ``{"$undefined":true}`` (where
-    protocol v1 as first published refused it), and ``nesting-limit`` for a request line nested deeper than
-    :data:`~.serve.MAX_DEPTH`.  A request given as text is read as the subject reads it.
+    nested requests included), ``content-parts`` for a ``$parts`` tag, ``undefined-properties`` for a member
+    that is ``{"$undefined":true}`` (where protocol v1 as first published refused it), and ``nesting-limit``
+    for a request line nested deeper than :data:`~.serve.MAX_DEPTH`.  A request given as text is read as the
+    subject reads it.
     """
     found: set[str] = set()
     given = list(requests)
-    if '"$hook"' in _canonical(given):  # a request given as text is not searched: it names no hook by accident
+    text = _canonical(given)
+    if '"$hook"' in text:  # a request given as text is not searched: it names no hook by accident
         found.add("hook")
+    if '"$parts"' in text:
+        found.add("content-parts")
     parsed: list[Any] = []
     for request in given:
         if isinstance(request, str):
@@ -291,6 +318,8 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
             found.add("nesting-limit")
         if isinstance(request, dict) and request.get("cmd") == "tamper":
             found.add("tamper")
+        if request_agent(request) is not None:
+            found.add("agents")
         parsed.append(request)
     if uses_turn_guard(parsed):
         found.add("turn-guard")
@@ -364,6 +393,12 @@ def render(data: dict[str, Any]) -> str:
 
     lines = ["{"]
     for key, value in data.items():
+        if key == "allowed":  # one line per outcome
+            lines.append(f' "allowed": {{"steps": {compact(value["steps"])}, "outcomes": [')
+            lines += [f"   {compact(outcome)}," for outcome in value["outcomes"]]
+            lines[-1] = lines[-1].rstrip(",")
+            lines.append(" ]},")
+            continue
         if key != "steps":
             lines.append(f" {compact(key)}: {compact(value)},")
             continue

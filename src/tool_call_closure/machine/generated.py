@@ -57,7 +57,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
-TABLE_SHA256: Final = "9f97c6f6dda18bd056f523f5344bc7d66731e5b3daf244aed95cf0282823231e"
+TABLE_SHA256: Final = "3f40374bcba630ed5987d6051dc46043db539ffd70df08c038a3e327a31bdf66"
 SOURCES_SHA256: Final = "89237a20720a6de6d9750f1a106422c7bd4234484b9b5ffb1ccc0aa3fa17242e"
 
 

@@ -16,7 +16,9 @@ Reading may run caller code (``__getitem__``, properties, ``__getattr__``);
 exceptions from it propagate unchanged.  The conversions here (a bounded
 string, a safe integer, a settlement's content, a message) are the original's
 rules for one value each; :mod:`.semantics` imports them, and the generated
-machine reads them through it.
+machine reads them through it.  A success's content made of parts (deviation D22:
+``parts.content()`` validated each part) is checked and counted here, in
+:func:`serialize_content`, the one place every success passes.
 
 One value has a fast reader of its own: a close reason that is plain (none,
 or an exact dict of known keys and exact str or None values: what nearly
@@ -40,6 +42,7 @@ from tool_call_closure.ecma import (
 )
 from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import spec_error
+from tool_call_closure.parts import ToolContent, is_recorded
 
 if TYPE_CHECKING:
     from tool_call_closure.values import CloseReasonRecord, Limits
@@ -157,12 +160,25 @@ def observed_status(status: object) -> str | None:
     return member(status, SETTLED_STATUSES) or "invalid"
 
 
-def serialize_content(content: object, limit: int) -> str:
-    """NORM-8: strings pass through unquoted; everything else becomes its JSON text; then the byte limit."""
+def serialize_content(content: object, limit: int) -> str | ToolContent:
+    """NORM-8: strings pass through unquoted; everything else becomes its JSON text; then the byte limit.
+
+    Deviation D22: a :class:`~tool_call_closure.parts.ToolContent` (built, and
+    its parts validated, by ``content()``) is recorded as it is; its ``size``
+    (the bytes ``spec/README.md`` "Content parts" counts) is what the limit bounds.
+    """
     if type(content) is str:
         text = content
     elif issubclass(type(content), str):
         text = str.__str__(content)
+    elif type(content) is ToolContent:
+        if not is_recorded(content):
+            raise spec_error(
+                "content_part_invalid", argument="content", problem="is a ToolContent not built by content()"
+            )
+        if content.size > limit:
+            raise spec_error("content_too_large", limit=limit)
+        return content
     else:
         text = json_stringify(content, limit)  # the limit is a budget: stops at the first byte past it
     if (len(text) if text.isascii() else utf8_length(text)) > limit:

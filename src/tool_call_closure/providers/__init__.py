@@ -34,7 +34,9 @@ large is that call's ``problem``), and :mod:`.streaming` the end of a turn,
 events out of order and the policy for the calls of a turn that never
 finished (:data:`UnfinishedPolicy`: by default answered, not run);
 :mod:`.sdk_types` names the SDKs' parameter types for type checkers only;
-:mod:`.mistral` maps any id to Mistral's 9-character id rule.
+:mod:`.mistral` maps any id to Mistral's 9-character id rule;
+:mod:`.parts_render` renders a result made of content parts (deviation D22)
+in each provider's native shape, with the documented fallbacks.
 
 Each provider module also assembles the next request around the results
 (``next_messages`` / ``next_input`` / ``next_contents``) and checks a whole

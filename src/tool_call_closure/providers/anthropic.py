@@ -44,6 +44,7 @@ from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import anthropic_content
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -327,11 +328,13 @@ def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = No
     """ADP-4/ADP-6: ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}`` per decided call.
 
     ``is_error: true`` marks every call that did not succeed; a success has no
-    ``is_error`` key at all.
+    ``is_error`` key at all.  A success made of parts (D22) has a list of
+    ``text``, ``image`` and ``document`` blocks as its content (:mod:`.parts_render`).
     """
     payload: list[dict[str, Any]] = []
     for call_id, _name, state, result in export_rows(calls, memo):  # rendered once per snapshot (ADP-5)
-        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": result}
+        content = result if isinstance(result, str) else anthropic_content(result)
+        item: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
         if state != "success":
             item["is_error"] = True
         payload.append(item)

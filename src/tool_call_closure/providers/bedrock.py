@@ -51,6 +51,7 @@ from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import BEDROCK_NO_MEDIA, bedrock_content, bedrock_media_kind
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -327,11 +328,19 @@ def _reasoning(block: _Block) -> dict[str, Any]:
     return {"reasoningText": reasoning_text}
 
 
-def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call."""
+def render_records(
+    calls: Sequence[CallRecord], memo: dict[str, Any] | None = None, *, media: bool = True
+) -> list[dict[str, Any]]:
+    """``{"toolResult": {"toolUseId", "content": [{"text"}], "status"?: "error"}}`` per decided call.
+
+    A success made of parts (D22) has ``text``, ``json``, ``image`` and
+    ``document`` blocks (:mod:`.parts_render`); ``media=False`` (a model that
+    refuses media in a tool result) writes a note for each image and PDF instead.
+    """
     payload: list[dict[str, Any]] = []
     for call_id, _name, state, result in export_rows(calls, memo):  # rendered once per snapshot (ADP-5)
-        tool_result: dict[str, Any] = {"toolUseId": call_id, "content": [{"text": result}]}
+        content = [{"text": result}] if isinstance(result, str) else bedrock_content(result, media=media)
+        tool_result: dict[str, Any] = {"toolUseId": call_id, "content": content}
         if state != "success":
             tool_result["status"] = "error"
         payload.append({"toolResult": tool_result})
@@ -379,7 +388,7 @@ def _use_id(value: object, index: int, position: int, what: str) -> str:
     return required_id(value, "toolUseId", f"bedrock.check_messages: messages[{index}].content[{position}].{what}")
 
 
-def check_messages(messages: Sequence[Any]) -> None:
+def check_messages(messages: Sequence[Any], *, media: bool = True) -> None:
     """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Converse would refuse.
 
     The rule: the user turn after an assistant turn with ``toolUse`` blocks
@@ -387,6 +396,8 @@ def check_messages(messages: Sequence[Any]) -> None:
     result's content is not empty; and user and assistant turns alternate
     (two user turns in a row are refused even when each is valid alone).
     A block without a text ``toolUseId`` raises :class:`.UsageError` naming it.
+    ``media=False`` (a model that refuses media in a tool result) also refuses
+    an ``image`` or ``document`` block in a ``toolResult``, saying why (D22).
     """
     refuse_foreign_turns(messages, "bedrock", "bedrock.check_messages", "messages")
     listed = items(messages, "bedrock.check_messages")
@@ -402,7 +413,12 @@ def check_messages(messages: Sequence[Any]) -> None:
             if result is None:
                 continue
             answered.append(_use_id(result, index, position, "toolResult"))
-            empty = not items(field(result, "content"), f"bedrock.check_messages: messages[{index}].content")
+            content = items(field(result, "content"), f"bedrock.check_messages: messages[{index}].content")
+            kind = None if media else bedrock_media_kind(content)
+            if kind is not None:
+                problem = BEDROCK_NO_MEDIA.format(index=index, block=position, kind=kind)
+                raise ProviderRuleError(problem, provider=PROVIDER, index=index)
+            empty = not content
             if text(field(result, "status")) == "error" and empty:
                 raise ProviderRuleError(EMPTY_ERROR.format(index=index, block=position), provider=PROVIDER, index=index)
         if len(answered) > len(uses):
@@ -429,6 +445,7 @@ def next_messages(
     tool_results: Sequence[BedrockContentBlock],
     *,
     then: str | Sequence[BedrockContentBlock] = (),
+    media: bool = True,
 ) -> list[BedrockMessage]:
     """The assistant turn, then one user turn: every ``toolResult`` first, then any new user content.
 
@@ -439,7 +456,8 @@ def next_messages(
     or content blocks, put in the same user turn after the results, as
     Anthropic's ``then=`` is: Converse requires user and assistant turns to
     alternate, so a new user message appended as a turn of its own after
-    the results is refused.  Checked with :func:`check_messages`.
+    the results is refused.  Checked with :func:`check_messages` (``media``
+    passed on: ``False`` for a model that refuses media in a tool result).
     """
     if isinstance(then, str):
         extra: list[Any] = [{"text": then}] if then else []
@@ -447,7 +465,7 @@ def next_messages(
         extra = items(then, "bedrock.next_messages: then")
     results = items(tool_results, "bedrock.next_messages")
     messages: list[Any] = [_assistant_message(assistant), {"role": "user", "content": [*results, *extra]}]
-    check_messages(messages)
+    check_messages(messages, media=media)
     return messages
 
 

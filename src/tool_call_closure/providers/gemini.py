@@ -63,8 +63,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from tool_call_closure.errors import UsageError
+from tool_call_closure.parts import ToolContent
 from tool_call_closure.providers.arguments import make_call, parsed_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import GEMINI_2_PARTS, GeminiFamily, gemini_response
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -265,19 +267,31 @@ class GeminiStream(TurnAccumulator):
         return typed
 
 
-def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def render_records(
+    calls: Sequence[CallRecord], memo: dict[str, Any] | None = None, *, family: GeminiFamily = "gemini-3"
+) -> list[dict[str, Any]]:
     """``{"function_response": {"id"?, "name", "response": {"output"} | {"error"}}}`` per decided call.
 
     ``memo`` is accepted like every renderer's and unused: the error goes in as an object, not a text.
+    A success made of parts (D22): ``output`` is their text (one JSON part
+    alone: its value) and, for ``family="gemini-3"``, the media go in the
+    function response's ``parts`` (:mod:`.parts_render`).
     """
     payload: list[dict[str, Any]] = []
     for call_id, name, _state, settlement in calls:
         if settlement is None:
             continue
-        response = (
-            {"output": settlement[CONTENT]} if settlement[STATUS] == "success" else record_error_object(settlement)
-        )
+        media: list[dict[str, Any]] = []
+        if settlement[STATUS] != "success":
+            response = record_error_object(settlement)
+        elif type(result := settlement[CONTENT]) is ToolContent:
+            output, media = gemini_response(result, family)
+            response = {"output": output}
+        else:
+            response = {"output": result}
         function_response: dict[str, Any] = {"name": name, "response": response}
+        if media:
+            function_response["parts"] = media
         if not is_synthetic_id(call_id):
             function_response = {"id": call_id, **function_response}
         payload.append({"function_response": function_response})
@@ -329,15 +343,19 @@ def _ids(values: list[Any], index: int, what: str) -> list[str]:
     return sorted(found)
 
 
-def check_contents(contents: Sequence[Any]) -> None:
+def check_contents(contents: Sequence[Any], *, family: GeminiFamily = "gemini-3") -> None:
     """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Gemini would refuse.
 
     The rule: the content right after a turn with function calls has exactly
     as many function responses (and, where the calls carry ids, one for each id).
+    ``family="gemini-2"`` also refuses a function response with ``parts``
+    (multimodal function responses are Gemini 3), saying why (D22).
     """
     refuse_foreign_turns(contents, "gemini", "gemini.check_contents", "contents")
     listed = items(contents, "gemini.check_contents")
     for index, content in enumerate(listed):
+        if family == "gemini-2":
+            _refuse_response_parts(content, index)
         calls = [field(part, "function_call") for part in _parts(content, index)]
         calls = [call for call in calls if call is not None]
         if not calls:
@@ -351,20 +369,30 @@ def check_contents(contents: Sequence[Any]) -> None:
             raise ProviderRuleError(COUNT_MISMATCH, provider=PROVIDER, index=index + 1)
 
 
-def next_contents(model_turn: object, function_responses: Sequence[GeminiPart]) -> list[GeminiContent]:
+def _refuse_response_parts(content: object, index: int) -> None:
+    for position, part in enumerate(_parts(content, index)):
+        response = field(part, "function_response")
+        if response is not None and items(field(response, "parts")):
+            problem = GEMINI_2_PARTS.format(index=index, part=position)
+            raise ProviderRuleError(problem, provider=PROVIDER, index=index)
+
+
+def next_contents(
+    model_turn: object, function_responses: Sequence[GeminiPart], *, family: GeminiFamily = "gemini-3"
+) -> list[GeminiContent]:
     """The model's turn as it came (thought signatures intact), then **one** user Content with every response.
 
     ``model_turn`` is the ``GenerateContentResponse`` (or its candidate, or its
     ``Content``), or the :class:`GeminiStream` it was streamed into (every
     part of every chunk, in order); ``function_responses`` is
     ``closure.to_gemini_function_responses(snapshot)``.  Checked with
-    :func:`check_contents`.
+    :func:`check_contents` (``family`` passed on).
     """
     if not isinstance(model_turn, GeminiStream):
         ingest(model_turn)  # the turn ingest reads: another provider's value is refused here too
     parts = items(function_responses, "gemini.next_contents")
     contents: list[Any] = [_model_content(model_turn), {"role": "user", "parts": parts}]
-    check_contents(contents)
+    check_contents(contents, family=family)
     return contents
 
 

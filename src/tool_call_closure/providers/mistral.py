@@ -22,6 +22,12 @@ two-way table of the ids of one conversation; it refuses a collision (two ids
 mapping to the same Mistral id, about one chance in 10**16 per pair) instead
 of pairing a result with the wrong call.  :func:`to_mistral_messages` rewrites
 a Chat-format message list (``tool_calls[].id`` and ``tool_call_id``) with it.
+
+Content parts (D22): Mistral's tool message is text, as Chat's is, so a
+result with media takes the Chat fallback (``openai_chat.next_messages(…,
+media_from=snapshot)``: a note per media part in the tool message, the media
+in a user message after the tool messages); :func:`to_mistral_messages`
+turns that message's PDF ``file`` parts into Mistral ``document_url`` chunks.
 """
 
 from __future__ import annotations
@@ -103,5 +109,23 @@ def to_mistral_messages(messages: Sequence[Any], ids: MistralIds | None = None) 
             ]
         if field(copy, "tool_call_id") is not None:
             copy["tool_call_id"] = table.to_mistral(copy["tool_call_id"])
+        if copy.get("role") == "user" and isinstance(copy.get("content"), list):
+            copy["content"] = [_mistral_chunk(part) for part in copy["content"]]
         mapped.append(copy)
     return mapped
+
+
+def _mistral_chunk(part: Any) -> Any:
+    """D22: a Chat ``file`` part (the media message after the tool messages) as Mistral's chunk.
+
+    A PDF becomes a ``document_url`` chunk (its data URL and name); Mistral has
+    no chunk for another file, which becomes a text note naming it.  Text and
+    ``image_url`` parts are Mistral's own shapes and pass as they are.
+    """
+    if not isinstance(part, dict) or part.get("type") != "file":
+        return part
+    file = part.get("file") or {}
+    data, name = file.get("file_data") or "", file.get("filename") or "file"
+    if data.startswith("data:application/pdf;"):
+        return {"type": "document_url", "document_url": data, "document_name": name}
+    return {"type": "text", "text": f"[file {name!r}: Mistral takes no file of this type in a message]"}

@@ -55,6 +55,7 @@ from typing import Any, Final, NamedTuple
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.arguments import make_call, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import CHAT_TOOL_MEDIA, chat_media_message, chat_text, chat_tool_media
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -76,7 +77,7 @@ from tool_call_closure.providers.sdk_types import (
     ChatCompletionToolMessageParam,
 )
 from tool_call_closure.providers.streaming import TurnAccumulator
-from tool_call_closure.values import CallRecord, Snapshot, call_records
+from tool_call_closure.values import CallRecord, Rejection, Snapshot, call_records
 
 __all__ = [
     "FORMAT",
@@ -358,9 +359,14 @@ class ChatStream(TurnAccumulator):
 
 
 def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order."""
+    """ADP-4: ``{"role": "tool", "tool_call_id", "content"}`` per decided call, in announcement order.
+
+    A tool message is text only: a success made of parts (D22) has its text
+    parts, and a note per media part, which :func:`next_messages` sends in a
+    user message after the tool messages (``media_from=snapshot``).
+    """
     return [
-        {"role": "tool", "tool_call_id": call_id, "content": result}
+        {"role": "tool", "tool_call_id": call_id, "content": result if isinstance(result, str) else chat_text(result)}
         for call_id, _name, _state, result in export_rows(calls, memo)  # rendered once per snapshot (ADP-5)
     ]
 
@@ -431,6 +437,17 @@ DUPLICATE_RESULT: Final = (
 )
 
 
+def _refuse_tool_media(message: object, index: int) -> None:
+    """D22: a tool message's content is text only (Chat has no media slot in it)."""
+    content = field(message, "content")
+    kind = chat_tool_media(content)
+    if kind is not None:
+        part = next(i for i, p in enumerate(items(content)) if text(field(p, "type")) != "text")
+        raise ProviderRuleError(
+            CHAT_TOOL_MEDIA.format(index=index, part=part, kind=kind), provider=PROVIDER, index=index
+        )
+
+
 def check_messages(messages: Sequence[Any]) -> None:
     """Preflight: raise :class:`.ProviderRuleError` with the API's own text where Chat Completions would refuse.
 
@@ -438,6 +455,8 @@ def check_messages(messages: Sequence[Any]) -> None:
     by one ``role: "tool"`` message per call id, and a tool message answers a
     call of the assistant message right before its run of tool messages.  A
     call or a tool message without a text id raises :class:`.UsageError` naming it.
+    A tool message whose content has a part other than text (an image, a
+    file) is refused with the reason (D22): media go in a user message.
     """
     refuse_foreign_turns(messages, "openai_chat", "openai_chat.check_messages", "messages")
     pending: dict[str, None] = {}  # ids still owed, in announcement order
@@ -455,6 +474,7 @@ def check_messages(messages: Sequence[Any]) -> None:
                 )
             if call_id not in pending:
                 raise ProviderRuleError(NO_MATCHING_CALL, provider=PROVIDER, index=index)
+            _refuse_tool_media(message, index)
             del pending[call_id]
             answered[call_id] = index
             continue
@@ -472,16 +492,27 @@ def check_messages(messages: Sequence[Any]) -> None:
 
 
 def next_messages(
-    assistant: object, tool_messages: Sequence[ChatCompletionToolMessageParam]
+    assistant: object,
+    tool_messages: Sequence[ChatCompletionToolMessageParam],
+    *,
+    media_from: Snapshot | Rejection | None = None,
 ) -> list[ChatCompletionMessageParam]:
     """What follows the history in the next request: the assistant message echoing the calls, then the results.
 
     ``assistant`` is the completion (or its choice or message) or, for a
     stream, the :class:`ChatStream` (its text is echoed too); ``tool_messages``
-    is ``closure.to_openai_chat_completions(snapshot)``.  The pair is checked
-    with :func:`check_messages` before it is returned.
+    is ``closure.to_openai_chat_completions(snapshot)``.  ``media_from`` is
+    that snapshot when its results hold images or files (content parts, D22):
+    a tool message is text only, so they follow in one user message right
+    after the tool messages (the tool messages' notes say so).  The list is
+    checked with :func:`check_messages` before it is returned.
     """
     messages: list[Any] = [assistant_message(assistant), *items(tool_messages, "openai_chat.next_messages")]
+    if media_from is not None and not isinstance(media_from, Snapshot):
+        raise UsageError("openai_chat.next_messages: media_from must be a snapshot", code="provider_value_invalid")
+    media = None if media_from is None else chat_media_message(media_from)
+    if media is not None:
+        messages.append(media)
     check_messages(messages)
     return messages
 

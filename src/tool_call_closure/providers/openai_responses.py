@@ -47,6 +47,7 @@ from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
+from tool_call_closure.providers.parts_render import responses_output
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -313,9 +314,17 @@ class ResponsesStream(TurnAccumulator):
 
 
 def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """ADP-4: ``{"type": "function_call_output", "call_id", "output"}`` per decided call, in announcement order."""
+    """ADP-4: ``{"type": "function_call_output", "call_id", "output"}`` per decided call, in announcement order.
+
+    A success made of parts (D22) has a list of ``input_text``, ``input_image``
+    and ``input_file`` items as its output (:mod:`.parts_render`).
+    """
     return [
-        {"type": "function_call_output", "call_id": call_id, "output": result}
+        {
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": result if isinstance(result, str) else responses_output(result),
+        }
         for call_id, _name, _state, result in export_rows(calls, memo)  # rendered once per snapshot (ADP-5)
     ]
 

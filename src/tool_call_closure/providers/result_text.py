@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Final, TypeAlias
 
 from tool_call_closure.ecma_json import json_stringify
+from tool_call_closure.parts import ToolContent
 from tool_call_closure.values import (
     CODE,
     CONTENT,
@@ -52,8 +53,8 @@ def record_error_object(settlement: SettlementRecord) -> dict[str, Any]:
     return {"error": error}
 
 
-def record_text(settlement: SettlementRecord) -> str:
-    """A success's stored text; for an error or a cancellation, the JSON text of :func:`record_error_object`."""
+def record_text(settlement: SettlementRecord) -> str | ToolContent:
+    """A success's stored text (or parts, D22); for an error or a cancellation, :func:`record_error_object`'s JSON."""
     if settlement[STATUS] == "success":
         return settlement[CONTENT]  # type: ignore[return-value]  # a success always has its content
     return json_stringify(record_error_object(settlement))
@@ -64,13 +65,18 @@ def error_object(settlement: Settlement) -> dict[str, Any]:
     return record_error_object(settlement_record(settlement))
 
 
-def result_text(settlement: Settlement) -> str:
+def result_text(settlement: Settlement) -> str | ToolContent:
     """:func:`record_text` of a :class:`~tool_call_closure.Settlement`: the text every export carries for it."""
     return record_text(settlement_record(settlement))
 
 
-ExportRow: TypeAlias = tuple[str, str, str, str]
-"""``(call id, tool name, state, text)`` of one decided call: what every format is rendered from."""
+ExportRow: TypeAlias = tuple[str, str, str, "str | ToolContent"]
+"""``(call id, tool name, state, text)`` of one decided call: what every format is rendered from.
+
+For a success recorded as parts (deviation D22) the text is the
+:class:`~tool_call_closure.parts.ToolContent` itself, rendered by each
+format (``providers/parts_render.py``).
+"""
 
 _ROWS: Final = "rows"  # the memo's key for the rows (ADP-5)
 
@@ -89,13 +95,14 @@ def export_rows(calls: Sequence[CallRecord], memo: dict[str, Any] | None = None)
         found: tuple[ExportRow, ...] | None = memo.get(_ROWS)
         if found is not None:
             return found
-    texts: dict[int, str] = {}  # id(settlement record) -> its text; the records are alive for the whole loop
+    # id(settlement record) -> its text; the records are alive for the whole loop
+    texts: dict[int, str | ToolContent] = {}
     rows: list[ExportRow] = []
     for call_id, name, state, settlement in calls:
         if settlement is None:
             continue
         if settlement[STATUS] == "success":
-            text: str = settlement[CONTENT]  # type: ignore[assignment]  # the stored text itself
+            text: str | ToolContent = settlement[CONTENT]  # type: ignore[assignment]  # the stored text itself
         else:
             key = id(settlement)
             rendered = texts.get(key)

@@ -16,6 +16,13 @@ outcome codes (:mod:`.outcomes`):
 
 Their shared arguments are checked once, in ``options``.
 
+Tools served by MCP servers run through the asyncio runner
+(:mod:`.mcp_tools`: connect, list, run), with the MCP wire under it
+(:mod:`.mcp_wire`: ``notifications/cancelled``, late answers, progress) and
+each answer mapped to the call's outcome (:mod:`.mcp_results`).  They need
+the ``mcp`` extra and import it only when used; this package does not
+import them.
+
 Both take the calls as :class:`~tool_call_closure.providers.calls.ToolCall`
 values (what ingestion produces), a per-call timeout, a batch deadline, an
 optional concurrency limit and an :class:`AbortSignal`, and return a
@@ -28,8 +35,16 @@ virtual clock under a scheduler it controls, through every interleaving of
 tools, timers and disturbances (see ``tests/test_runner_sim.py``).
 """
 
-from tool_call_closure.runners.asyncio_runner import AsyncTools, run_tool_calls
-from tool_call_closure.runners.outcomes import AbortSignal, BatchRun, Ending, LateResult, RunnerCode, StaleTurn
+from tool_call_closure.runners.asyncio_runner import AsyncTools, RunningCall, run_tool_calls, running_call
+from tool_call_closure.runners.outcomes import (
+    AbortSignal,
+    BatchRun,
+    Ending,
+    LateResult,
+    RunnerCode,
+    StaleTurn,
+    ToolCallError,
+)
 from tool_call_closure.runners.thread_runner import SyncTools, run_tool_calls_in_threads
 
 __all__ = [
@@ -39,8 +54,11 @@ __all__ = [
     "Ending",
     "LateResult",
     "RunnerCode",
+    "RunningCall",
     "StaleTurn",
     "SyncTools",
+    "ToolCallError",
     "run_tool_calls",
     "run_tool_calls_in_threads",
+    "running_call",
 ]

@@ -69,12 +69,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, overload
+from typing import Any, Final, final, overload
 
 from tool_call_closure.closure import ToolCallClosure
+from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners.batch import RunningBatch, check_tools, plan_calls
 from tool_call_closure.runners.options import RunOptions
@@ -91,13 +93,87 @@ from tool_call_closure.runners.outcomes import (
 )
 from tool_call_closure.values import TurnToken
 
-__all__ = ["AsyncTools", "run_on_loop", "run_tool_calls"]
+__all__ = ["AsyncTools", "RunningCall", "run_on_loop", "run_tool_calls", "running_call"]
 
 AsyncTools = Mapping[str, Callable[..., Awaitable[object]]] | Callable[[ToolCall], Awaitable[object]]
 """Tool name → ``async def`` called with the arguments as keyword arguments, or one ``async def`` taking the call."""
 
 _LINGERING: Final[set[asyncio.Task[None]]] = set()
 """Tool tasks that outlived their run (they ignored cancellation): kept referenced until they finish."""
+
+_CURRENT: Final[contextvars.ContextVar[RunningCall | None]] = contextvars.ContextVar("tcc_running_call", default=None)
+
+
+@final
+class RunningCall:
+    """The call a tool coroutine is running for, as :func:`running_call` gives it (on the loop only).
+
+    A tool that talks to another process (an MCP server) uses it to restart
+    its timeout when the work reports progress, and to offer what arrives
+    after the tool's task ended: :meth:`deliver` makes it the call's outcome
+    if the call has none yet, and otherwise the closure fences it and it is
+    reported late (``on_late``), like a value a cancelled tool still returns.
+    """
+
+    __slots__ = ("_batch", "_fired", "_index", "_loop", "_release", "_running", "_seconds", "_task", "_timer")
+
+    def __init__(
+        self,
+        batch: RunningBatch,
+        index: int,
+        task: asyncio.Task[Any],
+        seconds: float | None,
+        release: Callable[[], None],
+    ) -> None:
+        self._batch, self._index, self._task, self._seconds, self._release = batch, index, task, seconds, release
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._running = True
+        self._fired = False
+        self._arm()
+
+    @property
+    def call(self) -> ToolCall:
+        return self._batch.calls[self._index]
+
+    def _arm(self) -> None:
+        if self._seconds is not None:
+            self._timer = self._loop.call_later(self._seconds, self._fire, self._seconds)
+
+    def _fire(self, seconds: float) -> None:
+        self._fired = True
+        _expire(self._batch, self._index, self._task, seconds, self._release)
+
+    def reset_timeout(self) -> None:
+        """Give the call its whole ``call_timeout`` again from now (the batch deadline still bounds it).
+
+        Nothing happens once the timeout fired, the call has its outcome, the
+        run is ending, or the tool returned.
+        """
+        if self._running and self._timer is not None and not self._fired and not self._batch.concluding:
+            self._timer.cancel()
+            self._arm()
+
+    def deliver(self, value: object) -> None:
+        """Offer ``value`` as the tool's result: the outcome if the call has none yet, else fenced and late."""
+        self._batch.deliver_value(self._index, value)
+
+    def deliver_error(self, error: BaseException) -> None:
+        """Offer ``error`` as what the tool raised: the outcome if the call has none yet, else fenced and late."""
+        self._batch.deliver_error(self._index, error)
+
+    def _finish(self) -> None:
+        self._running = False
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def running_call() -> RunningCall:
+    """The call the current tool coroutine runs for; only inside a tool run by :func:`run_tool_calls`."""
+    current = _CURRENT.get()
+    if current is None:
+        raise UsageError("running_call() is only available inside a tool coroutine run by run_tool_calls")
+    return current
 
 
 @overload
@@ -339,9 +415,8 @@ async def _execute(
         return  # the run ended while this call waited: it never starts
     task = asyncio.current_task()
     assert task is not None
-    timer = None
-    if call_timeout is not None:
-        timer = loop.call_later(call_timeout, _expire, batch, index, task, call_timeout, release)
+    current = RunningCall(batch, index, task, call_timeout, release)
+    token = _CURRENT.set(current)
     try:
         returned = invoke()
         value = await returned if inspect.isawaitable(returned) else _ran_on_the_loop(batch, index, returned)
@@ -356,8 +431,8 @@ async def _execute(
     else:
         batch.deliver_value(index, value)
     finally:
-        if timer is not None:
-            timer.cancel()
+        current._finish()
+        _CURRENT.reset(token)
 
 
 def _ran_on_the_loop(batch: RunningBatch, index: int, value: object) -> object:

@@ -32,6 +32,7 @@ arguments do not bind           ``fail`` ``invalid_tool_call`` before anything r
 tool returns a value            ``succeed``; over ``max_result_bytes`` → ``result_too_large``;
                                 not JSON-compatible, or its conversion raised → ``invalid_result``
 tool raises (anything)          ``fail`` ``tool_error`` with the exception's text
+tool raises ``ToolCallError``   ``fail`` with its own code and message
 per-call timeout                ``fail`` ``tool_timeout`` (the tool is then cancelled)
 the executor cannot run it      ``fail`` ``executor_failed`` (threads; the tool never started)
 deadline / abort / cancellation ``close`` (see below)
@@ -107,6 +108,7 @@ from tool_call_closure.runners.outcomes import (
     LateResult,
     RunnerCode,
     StaleTurn,
+    ToolCallError,
     arguments_not_bound_message,
     arguments_not_object_message,
     conversion_failed_message,
@@ -285,10 +287,14 @@ class RunningBatch:
         self._record(index, result, ("result", value))
 
     def deliver_error(self, index: int, error: BaseException) -> None:
-        """The tool raised: ``fail`` with the exception's text (never its traceback)."""
+        """The tool raised: ``fail`` with the exception's text (never its traceback); a :class:`.ToolCallError`
+        with its own code and message."""
         self._checkpoint("deliver")
-        text = exception_text(error)
-        self._record(index, self._fail(index, text, "tool_error"), ("error", text))
+        if isinstance(error, ToolCallError):
+            text, code = error.message, error.code
+        else:
+            text, code = exception_text(error), "tool_error"
+        self._record(index, self._fail(index, text, code), ("error", text))
 
     def time_out(self, index: int, message: str) -> bool:
         """A per-call timeout: ``fail`` with ``tool_timeout`` unless the call has its outcome or the run is ending.

@@ -11,7 +11,9 @@ the caller may both branch on them.
 ==========================  ==========  =====================================================================
 code                        status      when
 ==========================  ==========  =====================================================================
-``tool_error``              error       the tool raised; the message is the exception's text (never a traceback)
+``tool_error``              error       the tool raised; the message is the exception's text (never a traceback);
+                                        a :class:`ToolCallError` gives its own message (and may choose
+                                        ``invalid_tool_call`` or ``unknown_tool``)
 ``tool_timeout``            error       the call ran longer than ``call_timeout``:
                                         ``Tool '<name>' timed out after <t> seconds.``
 ``result_too_large``        error       the result is over ``max_result_bytes`` (the limit's message)
@@ -60,6 +62,7 @@ __all__ = [
     "LateResult",
     "RunnerCode",
     "StaleTurn",
+    "ToolCallError",
     "arguments_not_bound_message",
     "arguments_not_object_message",
     "conversion_failed_message",
@@ -159,6 +162,32 @@ def exception_text(error: BaseException) -> str:
     except BaseException:  # noqa: BLE001  # a broken __str__ must not lose the outcome
         text = ""
     return text or type(error).__name__
+
+
+class ToolCallError(Exception):
+    """Raised by a tool to give its call an error outcome with a chosen code and text, as they are.
+
+    The runners settle it with ``code`` (``tool_error`` unless said otherwise;
+    ``invalid_tool_call`` and ``unknown_tool`` when the tool itself found the
+    call malformed or unknown) and ``message`` verbatim — the text a remote
+    tool (an MCP server) gave, not a fixed string.  ``structured`` is the
+    structured value that came with the error, if any (kept for the caller:
+    the MCP runner adds its JSON to the message the model reads).
+    """
+
+    code: Final[RunnerCode]
+    message: Final[str]
+    structured: Final[object]
+
+    def __init__(self, message: str, *, code: RunnerCode = "tool_error", structured: object = None) -> None:
+        if not isinstance(message, str):
+            raise UsageError(f"message must be a str, got {type(message).__name__}")
+        if code not in ("tool_error", "invalid_tool_call", "unknown_tool"):
+            raise UsageError(f"code must be 'tool_error', 'invalid_tool_call' or 'unknown_tool', got {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.structured = structured
 
 
 @final

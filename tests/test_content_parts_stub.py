@@ -1,0 +1,174 @@
+"""Deviation D22 end to end: a result made of every kind of part, through the real SDK clients, to the provider stub.
+
+The stub (``stub_content.py``) checks each request against the provider's
+native content rules; each export (with the option its model needs) is
+accepted, and the same payload sent where the model refuses it is refused,
+so the options and the preflights are about something real.  One model turn
+and one answer per case: bounded traffic on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conversations import CONVERSATIONS, BedrockConversation, GeminiConversation, RefusedError
+from provider_stub import Call, ProviderStub, Turn
+from tool_call_closure import FileInput, ImageInput, JsonInput, Snapshot, ToolCallClosure, content
+from tool_call_closure.providers import Ingested, anthropic, bedrock, gemini, openai_chat, openai_responses
+from tool_call_closure.providers.parts_render import content_fallbacks
+
+pytestmark = pytest.mark.slow  # a server and five SDK clients
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(24))
+EVERYTHING = content(
+    [
+        "Sales chart and report:",
+        ImageInput(media_type="image/png", data=PNG),
+        ImageInput(media_type="image/jpeg", url="https://example.com/c.jpg"),
+        FileInput(name="Q3 report.pdf", media_type="application/pdf", base64=base64.b64encode(b"%PDF-1.4").decode()),
+        FileInput(name="notes.txt", media_type="text/plain", data=b"plain notes"),
+        JsonInput({"total": 1234}, schema={"type": "object"}),
+    ]
+)
+IDS = {
+    "openai_chat": "call_",
+    "openai_responses": "call_",
+    "anthropic": "toolu_",
+    "bedrock": "tooluse_",
+    "gemini": None,
+}
+
+
+class ModelGemini(GeminiConversation):
+    model = "gemini-3-pro-preview"
+
+    def _create(self) -> Ingested:
+        from google import genai
+
+        try:
+            response = self.client.models.generate_content(model=self.model, contents=self.contents)
+        except genai.errors.ClientError as error:
+            raise self.refused(error) from error
+        assert response.candidates
+        self.turn = response
+        return gemini.ingest(response)
+
+
+class ModelBedrock(BedrockConversation):
+    model = "stub.model"
+
+    def _create(self) -> Ingested:
+        try:
+            response = self.client.converse(modelId=self.model, messages=self.messages)
+        except self.client.exceptions.ValidationException as error:
+            raise self.refused(error) from error
+        self.turn = response
+        return bedrock.ingest(response)
+
+
+@pytest.fixture
+def stub() -> Iterator[ProviderStub]:
+    with ProviderStub(max_requests=20) as server:
+        yield server
+
+
+def _settled(ingested: Ingested) -> tuple[ToolCallClosure, Snapshot]:
+    closure = ToolCallClosure()
+    batch = closure.begin(ingested.calls)
+    closure.succeed(batch.handle, ingested.calls[0].id, EVERYTHING)
+    closure.fail(batch.handle, ingested.calls[1].id, TimeoutError("slow"))
+    snapshot = closure.seal(batch.handle)
+    assert isinstance(snapshot, Snapshot)
+    return closure, snapshot
+
+
+def _start(stub: ProviderStub, provider: str, model: str | None = None) -> tuple[Any, ToolCallClosure, Snapshot]:
+    prefix = IDS[provider]
+    calls = tuple(Call(None if prefix is None else f"{prefix}{n}", n) for n in ("chart", "search"))
+    stub.script(provider, [Turn(calls)])
+    kind = {"gemini": ModelGemini, "bedrock": ModelBedrock}.get(provider, CONVERSATIONS[provider])
+    conversation = kind(stub)
+    if model is not None:
+        conversation.model = model  # type: ignore[attr-defined]
+    closure, snapshot = _settled(conversation.ask())
+    return conversation, closure, snapshot
+
+
+def _send(provider: str, conversation: Any, closure: ToolCallClosure, snapshot: Snapshot, **options: Any) -> None:
+    turn = conversation.turn
+    if provider == "openai_chat":
+        tool = closure.to_openai_chat_completions(snapshot)
+        conversation.messages.extend(openai_chat.next_messages(turn, tool, media_from=snapshot))
+    elif provider == "openai_responses":
+        conversation.items.extend(openai_responses.next_input(turn, closure.to_openai_responses(snapshot)))
+    elif provider == "anthropic":
+        conversation.messages.extend(anthropic.next_messages(turn, closure.to_anthropic_tool_results(snapshot)))
+    elif provider == "gemini":
+        responses = closure.to_gemini_function_responses(snapshot, **options)
+        conversation.contents.extend(gemini.next_contents(turn, responses, **options))
+    else:
+        results = closure.to_bedrock_tool_results(snapshot, **options)
+        conversation.messages.extend(bedrock.next_messages(turn, results, **options))
+    reply = conversation._create() if provider in ("gemini", "bedrock") else conversation._create(False)
+    assert reply.calls == ()  # the model's final turn: the stub took the request
+
+
+CASES = [
+    ("openai_chat", None, {}),
+    ("openai_responses", None, {}),
+    ("anthropic", None, {}),
+    ("gemini", "gemini-3-pro-preview", {"family": "gemini-3"}),
+    ("gemini", "gemini-2.5-flash", {"family": "gemini-2"}),
+    ("bedrock", "stub.model", {"media": True}),
+    ("bedrock", "stub.no-media", {"media": False}),
+]
+
+
+@pytest.mark.parametrize(("provider", "model", "options"), CASES)
+def test_D22_every_export_of_every_part_kind_is_taken_by_the_provider_stub(
+    stub: ProviderStub, provider: str, model: str | None, options: dict[str, Any]
+) -> None:
+    conversation, closure, snapshot = _start(stub, provider, model)
+    _send(provider, conversation, closure, snapshot, **options)
+    assert stub.refusals() == []
+    name = provider
+    sent = _strings(stub.requests[-1].body)
+    for fallback in content_fallbacks(snapshot, name, **options):
+        assert any(fallback.why in text for text in sent)  # the note the model reads
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [text for item in value for text in _strings(item)] if isinstance(value, list) else []
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "refused"),
+    [
+        ("gemini", "gemini-2.5-flash", "does not support parts in a function response"),
+        ("bedrock", "stub.no-media", "doesn't support the image content block"),
+    ],
+)
+def test_D22_without_the_option_the_model_refuses_the_media(
+    stub: ProviderStub, provider: str, model: str, refused: str
+) -> None:
+    conversation, closure, snapshot = _start(stub, provider, model)
+    with pytest.raises(RefusedError, match=refused):
+        _send(provider, conversation, closure, snapshot)
+
+
+def test_D22_chat_media_in_a_tool_message_is_refused_by_the_stub(stub: ProviderStub) -> None:
+    conversation, closure, snapshot = _start(stub, "openai_chat")
+    tool = closure.to_openai_chat_completions(snapshot)
+    naive: list[Any] = [dict(message) for message in openai_chat.next_messages(conversation.turn, tool)]
+    naive[1]["content"] = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+    conversation.messages.extend(naive)
+    with pytest.raises(RefusedError, match="a tool message takes only 'text' parts"):
+        conversation._create(False)
