@@ -348,6 +348,12 @@ def _summary(samples: Sequence[float]) -> dict[str, Any]:
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "samples": list(samples)}
 
 
+def _reference_machine() -> str:
+    from tool_call_closure.machine.interpreter import MACHINE
+
+    return MACHINE.origin
+
+
 def run_suite(
     budget: Budget, *, node: bool = True, sizes: Sequence[int] = SIZES, log: Callable[[str], None]
 ) -> dict[str, Any]:
@@ -363,6 +369,7 @@ def run_suite(
             "cpus": os.cpu_count(),
             "node": _node_version(original[0]) if original else None,
             "original": str(original[1]) if original else None,
+            "reference_machine": _reference_machine(),  # compiled (mypyc build), checked in (pure), walk
         },
         "budget": {
             "repeats": budget.repeats,

@@ -14,7 +14,8 @@ subtracted, and the result divided by the number of calls.
 
     python benchmarks/instructions.py                      # the reference, as installed (compiled if built)
     python benchmarks/instructions.py --subject baseline   # the hand-written baseline (bench_baseline.py)
-    TOOL_CALL_CLOSURE_PURE=1 python benchmarks/instructions.py   # the pure-Python operations
+    TCC_MACHINE=pure python benchmarks/instructions.py     # the pure-Python machine (default: compiled if built)
+    python benchmarks/instructions.py --builds             # pure, compiled and baseline side by side
     python benchmarks/instructions.py --json out.json
 
 It prints, per operation, thousands of instructions (``k Ir``).  The counts
@@ -164,12 +165,14 @@ def _parse(folder: Path) -> dict[str, int]:
     return totals
 
 
-def count(subject: str) -> dict[str, float]:
-    """Thousands of instructions per call, by operation (see the module docstring)."""
+def count(subject: str, machine: str | None = None) -> dict[str, float]:
+    """Thousands of instructions per call, by operation (see the module docstring); ``machine``: ``TCC_MACHINE``."""
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         library = _helper(folder)
         environment = {**os.environ, "PYTHONHASHSEED": "0"}
+        if machine is not None:
+            environment["TCC_MACHINE"] = machine
         command = [
             "valgrind",
             "--tool=callgrind",
@@ -208,10 +211,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--subject", choices=("reference", "baseline"), default="reference")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--builds",
+        action="store_true",
+        help="the reference's pure and compiled builds and the baseline side by side (TCC_MACHINE=pure, compiled)",
+    )
     parser.add_argument("--inside", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside is not None:
         _measure(args.inside, args.subject)
+        return
+    if args.builds:
+        columns = {"pure": count("reference", "pure"), "compiled": count("reference", "compiled")}
+        columns["baseline"] = count("baseline")
+        print(f"{'k Ir per call':40} {'pure':>9} {'compiled':>9} {'baseline':>9} {'compiled/pure':>14}")
+        for name, pure in columns["pure"].items():
+            compiled, baseline = columns["compiled"][name], columns["baseline"].get(name, float("nan"))
+            print(f"{name:40} {pure:9.1f} {compiled:9.1f} {baseline:9.1f} {compiled / pure:14.2f}")
+        if args.json is not None:
+            args.json.write_text(json.dumps(columns, indent=2) + "\n")
         return
     figures = count(args.subject)
     for name, value in figures.items():

@@ -117,6 +117,8 @@ def run_with_fault(
     make: Callable[[], BaseException] = lambda: InjectedFault("injected"),
 ) -> FaultRun:
     """Run ``operation`` and raise ``make()`` at the k-th point (1-based) while ``closure``'s lock is held."""
+    if closure._machine.origin == "compiled":  # no Python frame to step through: the sweep would prove nothing
+        raise RuntimeError("the fault injector cannot enter compiled code: check I9 with TCC_MACHINE=pure")
     lock = closure._lock
     state = FaultRun(fired=False, installed=False, points=0)
 

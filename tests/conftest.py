@@ -22,6 +22,11 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The suite runs the pure generated machine unless TCC_MACHINE says otherwise: a compiled build present in the
+# checkout (python -m tool_call_closure.machine.build_compiled) is what TCC_MACHINE=compiled runs the suite on
+# (.ci/run's compiled pass); tests/test_compiled.py compares the two whenever the build is present.
+os.environ.setdefault("TCC_MACHINE", "pure")
+
 settings.register_profile(
     "ci",
     parent=settings.get_profile("ci"),
@@ -73,6 +78,18 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
     if line is not None:
         terminalreporter.write_sep("=", "parity with the original NOT checked", yellow=True, bold=True)  # type: ignore[attr-defined]
         terminalreporter.write_line(line)  # type: ignore[attr-defined]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``TCC_MACHINE=compiled`` (.ci/run's compiled pass), skip the tests marked ``pure_machine``: they patch a
+    semantics function or trace Python frames, which compiled code does not have.  The pure pass runs them, and
+    tests/test_compiled.py proves the compiled build equal to the pure machine."""
+    if os.environ.get("TCC_MACHINE") != "compiled":
+        return
+    skip = pytest.mark.skip(reason="needs the pure machine's Python code; the pure pass (TCC_MACHINE=pure) runs it")
+    for item in items:
+        if item.get_closest_marker("pure_machine") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

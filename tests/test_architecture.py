@@ -134,6 +134,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
                 "generated",
                 "interpreter",
                 "regenerate",
+                "build_compiled",
                 "diagram",
             ],
         ),

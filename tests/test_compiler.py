@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import sys
 import traceback
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -22,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tables import closure_for, modified, row
+from tables import assert_bfs_agrees, closure_for, modified, row
+from tables import transcript as _transcript
 from tool_call_closure import LimitError, UsageError, create_tool_call_closure, to_json
 from tool_call_closure.cli.main import main
-from tool_call_closure.conformance.subject import InProcessSubject
 from tool_call_closure.conformance.vectors import load_vectors
 from tool_call_closure.machine.compiler import generate_source, python_name
 from tool_call_closure.machine.context import OPERATION_CONTEXTS, Context, SettleContext
@@ -50,18 +49,6 @@ WALK = WalkingMachine(TABLE)
 SOURCE = Machine(TABLE).source
 
 
-def _transcript(machine: Machine, steps: list[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:
-    """Per step: the exact response lines and the row ids that fired."""
-    trace: list[str] = []
-    subject = InProcessSubject(machine, trace)
-    out: list[tuple[list[str], list[str]]] = []
-    for step in steps:
-        trace.clear()
-        subject.send(step["request"])
-        out.append((subject.raw_lines(), list(trace)))
-    return out
-
-
 @pytest.mark.parametrize("vector", load_vectors(), ids=lambda v: v.id)
 def test_compiled_and_walked_tables_agree_on_every_vector(vector: Any) -> None:
     compiled = _transcript(Machine(TABLE), vector.steps)
@@ -83,38 +70,10 @@ def test_the_vectors_fire_every_row_through_the_compiled_path() -> None:
 @pytest.mark.slow  # a long BFS, every step twice
 def test_compiled_and_walked_tables_agree_on_every_bfs_reachable_step() -> None:
     """Every transition the bounded model check explores, replayed on the walk from the same state."""
-    sys.path.insert(0, str(PROOFS))
-    try:
-        import _explore as ex
-    finally:
-        sys.path.remove(str(PROOFS))
-
-    bounds = ex.Bounds(calls=2, generations=2)
-    compared = [0]
-
-    def digest(outcome: Any, obs: Any) -> tuple[Any, ...]:
-        error = outcome.error
-        result = None if error is not None else (type(outcome.result).__name__, to_json(outcome.result))
-        failure = None if error is None else (type(error).__name__, str(error))
-        state = (obs.generation, obs.state, obs.calls, obs.close_reason, obs.diagnostics, obs.pending)
-        return result, failure, tuple(outcome.trace or ()), state
-
-    def visit(view: Any, _before: Any, action: Any, _after_world: Any, after: Any, outcome: Any) -> str | None:
-        twin = view.clone()
-        twin.closure._use_machine(WALK)
-        walked = ex.perform(twin, action, bounds, trace=True)
-        assert walked is not None
-        compared[0] += 1
-        if digest(outcome, after) != digest(walked, ex.observe(twin)):
-            return f"compiled and walked tables disagree on {action}"
-        return None
-
-    stats, violation = ex.explore(MACHINE, bounds, visit, lambda _obs: None, trace=True)
-    assert violation is None, (violation.message, violation.path) if violation else None
-    assert compared[0] == stats.transitions > 1000
-    assert stats.rows == {r.id for r in TABLE.transitions}, "every row fired on the compiled path"
+    assert_bfs_agrees(MACHINE, WALK, "compiled and walked tables")
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_emit_python_prints_the_source_that_runs() -> None:
     out = io.StringIO()
     with redirect_stdout(out):
@@ -141,6 +100,7 @@ def test_emit_python_prints_the_source_that_runs() -> None:
         assert f'"{r.id}"' in source
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_a_traceback_from_the_shipped_path_names_the_checked_in_module() -> None:
     c = create_tool_call_closure()
     with pytest.raises(UsageError) as info:
@@ -234,6 +194,7 @@ def test_the_shipped_semantics_are_written_into_the_generated_code() -> None:
             assert f"{python_name(kind, name)}(ctx)" not in SOURCE
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_an_inlined_body_reads_its_module_globals_when_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rebinding a global of the semantics changes the inlined code exactly as it changes a call."""
     from tool_call_closure.machine import semantics
@@ -431,6 +392,7 @@ class _Mapping(dict[str, Any]):
     pass
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 @pytest.mark.parametrize(
     ("effect", "operation", "expected"),
     [

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tool_call_closure import create_tool_call_closure
+from tool_call_closure import _compiled, create_tool_call_closure
 from tool_call_closure.machine import generated, interpreter
 from tool_call_closure.machine.interpreter import MACHINE, MACHINE_SWITCH, Machine, checked_in_module
 from tool_call_closure.machine.regenerate import GENERATED_PATH, expected_text, main
@@ -51,10 +51,15 @@ def test_the_checked_in_machine_has_lines_of_the_projects_length_and_names_its_t
 
 
 def test_the_shipped_machine_runs_the_checked_in_module() -> None:
+    import os
+
     assert checked_in_module() is generated
-    assert MACHINE.origin == "checked in"
-    assert MACHINE.entries is generated.ENTRIES
-    assert MACHINE.operations is generated.OPERATIONS
+    # The pure module, or its compiled build under TCC_MACHINE=compiled (tests/test_compiled.py).
+    compiled = os.environ.get(MACHINE_SWITCH) == "compiled"
+    assert MACHINE.origin == ("compiled" if compiled else "checked in")
+    assert MACHINE.module is (_compiled.load()[0] if compiled else generated)
+    assert MACHINE.entries is MACHINE.module.ENTRIES
+    assert MACHINE.operations is MACHINE.module.OPERATIONS
     c = create_tool_call_closure()
     assert c._machine is MACHINE
 
@@ -98,7 +103,7 @@ _PROBE = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("switch", "expected"), [(None, "checked in 0"), ("walk", "walk 6")])
+@pytest.mark.parametrize(("switch", "expected"), [("pure", "checked in 0"), ("walk", "walk 6")])
 def test_the_walk_switch_enters_the_semantics(switch: str | None, expected: str) -> None:
     """Under ``TCC_MACHINE=walk`` a breakpoint in a semantics function fires; on the shipped path it is inlined.
 
@@ -121,4 +126,4 @@ def test_an_unknown_switch_value_is_refused() -> None:
         [sys.executable, "-c", "import tool_call_closure"], capture_output=True, text=True, env=environment
     )
     assert done.returncode != 0
-    assert "TCC_MACHINE must be 'generated' or 'walk', got 'fast'" in done.stderr
+    assert "TCC_MACHINE must be one of generated, compiled, pure, walk, got 'fast'" in done.stderr

@@ -470,6 +470,7 @@ def test_checker_catches_a_closure_that_exceeds_max_diagnostics(monkeypatch: pyt
     assert any("maxDiagnostics (I8)" in v for v in env.violations)
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_checker_catches_a_closure_that_wraps_caller_exceptions(monkeypatch: pytest.MonkeyPatch) -> None:
     original = semantics.read_key
 
@@ -485,6 +486,7 @@ def test_checker_catches_a_closure_that_wraps_caller_exceptions(monkeypatch: pyt
     assert any("internal error RuntimeError" in v for v in env.violations)
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_checker_catches_snapshots_that_change_later(monkeypatch: pytest.MonkeyPatch) -> None:
     class LiveCalls(Sequence[Any]):
         """The run's calls as they are *now*, at every read: a snapshot that is not a copy."""
@@ -511,6 +513,7 @@ def test_checker_catches_snapshots_that_change_later(monkeypatch: pytest.MonkeyP
     assert any("(I3)" in v for v in env.violations)
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_checker_catches_a_raising_operation_that_changed_the_state(monkeypatch: pytest.MonkeyPatch) -> None:
     closure = ToolCallClosure()
     original = semantics.bounded_string
@@ -526,6 +529,7 @@ def test_checker_catches_a_raising_operation_that_changed_the_state(monkeypatch:
     assert any("raised UsageError and changed the state" in v for v in env.violations)
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_checker_catches_caller_code_run_under_the_lock(monkeypatch: pytest.MonkeyPatch) -> None:
     closure = ToolCallClosure()
     original = semantics.read_key

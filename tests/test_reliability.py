@@ -195,6 +195,7 @@ def _comparable(state: State) -> State:
     return tuple(item for item in state if type(item).__name__ != "BatchHandle")
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # faults inside weakref callbacks
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -212,6 +213,7 @@ def test_I9_an_exception_at_any_point_of_a_commit_leaves_all_or_nothing(name: st
     assert injected > 50, f"only {injected} injection points: the injector is not reaching the commit"
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_I9_the_sweep_finds_the_unlocked_commit_of_a_broken_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """The check can fail: a commit that writes the installed run in place is caught half-done."""
 
@@ -255,6 +257,7 @@ def _at_depth(depth: int, call: Callable[[], Any]) -> Any:
     return _at_depth(depth - 1, call)
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 @pytest.mark.parametrize("name", ["seal with nothing pending", "close with nothing pending", "first begin"])
 def test_I9_recursion_error_with_the_stack_nearly_exhausted_changes_nothing(name: str) -> None:
     """I9: at every stack depth where the operation hits RecursionError, it changed nothing and cost no number."""
@@ -288,6 +291,7 @@ def _frames() -> list[Any]:
     return frames
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_I9_a_signal_handler_raising_inside_a_close_of_400_calls_changes_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -380,6 +384,7 @@ result = closure.succeed(handle, "a", "ok")
 }
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 @pytest.mark.parametrize("case", sorted(_REENTRY_CASES))
 def test_reentry_while_locked_raises_reentrant_call_instead_of_deadlocking(case: str) -> None:
     """A finalizer, signal handler or weakref callback entering the instance while it holds its lock gets
@@ -406,6 +411,7 @@ def test_reentry_while_locked_raises_reentrant_call_instead_of_deadlocking(case:
     )
 
 
+@pytest.mark.pure_machine  # patches the semantics or steps through Python frames (see conftest.py)
 def test_a_signal_handler_reentering_aborts_the_interrupted_operation_cleanly() -> None:
     """The signal handler's UsageError lands inside the outer operation's commit: that operation raises it
     and changes nothing; the instance works afterwards."""

@@ -39,6 +39,9 @@ def test_the_wheel_ships_the_table_the_adapter_and_the_type_marker(tmp_path: Pat
     assert "tool_call_closure/_spec/vectors/manifest.json" in names
     assert "tool_call_closure/_spec/catalogue.json" in names
     assert "tool_call_closure/_spec/deviations.json" in names
+    # Pure Python unless built with the compiled machine's hook (tests/test_compiled.py), whatever the checkout holds.
+    assert not [n for n in names if n.endswith((".so", ".pyd", "_compiled/build.json"))]
+    assert "tool_call_closure/_compiled/__init__.py" in names
     shipped = zipfile.ZipFile(wheel).read("tool_call_closure/_spec/machine.json")
     assert shipped == (ROOT / "spec" / "machine.json").read_bytes()
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

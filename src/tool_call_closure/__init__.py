@@ -19,6 +19,7 @@ module / package    what lives there
 ``ecma_json``       ``JSON.stringify`` for Python values (success content)
 ``values``          the frozen values handed out: snapshots, results, handles
 ``machine/``        the transition table, its generated code and its meanings
+``_compiled/``      the generated code compiled by mypyc, when built (optional)
 ``providers/``      one module per provider API: ingest, stream, render, check
 ``closure``         the public class :class:`ToolCallClosure`
 ``runners/``        run a batch's tools, each call ending exactly once

@@ -44,14 +44,13 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, cast, final, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast, final, overload
 
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import truncate_utf8
 from tool_call_closure.ecma_json import json_stringify
 from tool_call_closure.errors import TableError, UsageError, spec_error
 from tool_call_closure.inputs import CallInput, CloseReasonInput, Outcome
-from tool_call_closure.machine import generated
 from tool_call_closure.machine.context import (
     OwnedLock,
     Renderer,
@@ -80,6 +79,11 @@ from tool_call_closure.values import (
     Snapshot,
     TurnToken,
 )
+
+if TYPE_CHECKING:  # its signatures; at run time the module the shipped machine runs: compiled, or this one
+    from tool_call_closure.machine import generated
+else:
+    generated = MACHINE.module
 
 __all__ = ["GenerationEnd", "OnGenerationEnd", "ToolCallClosure", "create_tool_call_closure", "to_json"]
 
@@ -571,9 +575,10 @@ def _bind_renderers(machine: Machine) -> Mapping[str, Renderer]:
 
 _EXPORTERS: Final = _bind_renderers(MACHINE)  # the shipped table's formats all have renderers, checked at import
 
-# The shipped machine when it runs the checked-in module (machine/generated.py): the methods call its functions
-# directly, positionally.  None when that module is stale or TCC_MACHINE=walk: every call goes through entries.
-_SHIPPED: Final = MACHINE if MACHINE.origin == "checked in" else None
+# The shipped machine when it runs the checked-in module (machine/generated.py, or its compiled build): the methods
+# call its functions directly, positionally.  None when that module is stale or TCC_MACHINE=walk: every call goes
+# through entries.
+_SHIPPED: Final = MACHINE if MACHINE.module is not None else None
 _GEMINI: Final = "to_gemini_function_responses"
 _BEDROCK: Final = "to_bedrock_tool_results"
 

@@ -110,7 +110,9 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Exactly one terminal outcome for every announced AI tool call: the reference implementation "
         "and its conformance kit.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    from tool_call_closure.machine.interpreter import MACHINE  # which build runs: compiled, checked in, walk
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} (machine: {MACHINE.origin})")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     _add_conform_commands(commands)

@@ -22,6 +22,7 @@ module                    what lives there
 ``interpreter``           compile the table into dispatch tuples, walk it (the definition), and
                           bind the compiled operations; ``TCC_MACHINE=walk`` runs the walk instead
 ``regenerate``            write ``generated.py``, or check that it is current
+``build_compiled``        compile ``generated.py`` and its hot helpers with mypyc (optional: a C compiler, mypy)
 ``diagram``               the table's renderings for readers: state diagrams, the one-row-per-line listing
 ========================  ==================================================================
 

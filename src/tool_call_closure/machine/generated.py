@@ -59,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "3f40374bcba630ed5987d6051dc46043db539ffd70df08c038a3e327a31bdf66"
-SOURCES_SHA256: Final = "0f5a285850d093d9c56caf7dd11bb47ee4bdfc4266a2ad45df36c900ee12ff00"
+SOURCES_SHA256: Final = "c0b0b11a89658211369aa8ddb5e73d9a796d665614daf742714e2712e4a0d6a6"
 
 
 def spill_BeginContext(
@@ -110,8 +110,10 @@ def enter_begin(closure: Instance, method: str, calls_arg: object, turn: object 
     # effect validate_turn: inlined from tool_call_closure.machine.semantics.validate_turn
     effect_validate_turn__turn = turn
     if effect_validate_turn__turn is not None:
-        effect_validate_turn__generation = (
-            effect_validate_turn__turn.generation if type(effect_validate_turn__turn) is semantics_.TurnToken else None
+        effect_validate_turn__generation: object = (
+            getattr(effect_validate_turn__turn, "generation")
+            if type(effect_validate_turn__turn) is semantics_.TurnToken
+            else None
         )
         if (
             type(effect_validate_turn__generation) is not int
@@ -388,7 +390,7 @@ def spill_SettleContext(
     closure: Instance,
     method: str,
     handle: object,
-    call_id: str,
+    call_id: Any,
     outcome: Any,
     fixed_status: str | None,
     content: Any,
@@ -420,7 +422,7 @@ def enter_settle(
     closure: Instance,
     method: str,
     handle: object,
-    call_id: str,
+    call_id: Any,
     outcome: Any = ABSENT,
     fixed_status: str | None = None,
     content: Any = ABSENT,
@@ -444,7 +446,7 @@ def enter_settle(
     if trace is not None:
         trace.append("settle.prepare.read")
     # effect validate_call_id: inlined from tool_call_closure.machine.semantics.validate_call_id
-    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__call_id: object = call_id
     effect_validate_call_id__run = closure._run
     if not (
         type(effect_validate_call_id__call_id) is str
@@ -457,8 +459,8 @@ def enter_settle(
     call_id = effect_validate_call_id__call_id
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
-    effect_read_handle_generation__generation = (
-        effect_read_handle_generation__handle.generation
+    effect_read_handle_generation__generation: object = (
+        getattr(effect_read_handle_generation__handle, "generation")
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -1069,8 +1071,8 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
         trace.append("close.prepare.read")
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
-    effect_read_handle_generation__generation = (
-        effect_read_handle_generation__handle.generation
+    effect_read_handle_generation__generation: object = (
+        getattr(effect_read_handle_generation__handle, "generation")
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -1361,8 +1363,8 @@ def enter_seal(closure: Instance, method: str, handle: object) -> Any:
         trace.append("seal.prepare.read")
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
-    effect_read_handle_generation__generation = (
-        effect_read_handle_generation__handle.generation
+    effect_read_handle_generation__generation: object = (
+        getattr(effect_read_handle_generation__handle, "generation")
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -1670,7 +1672,9 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
     if trace is not None:
         trace.append("begin.prepare.validate")
     if turn is not None:
-        effect_validate_turn__generation = turn.generation if type(turn) is semantics_.TurnToken else None
+        effect_validate_turn__generation: object = (
+            getattr(turn, "generation") if type(turn) is semantics_.TurnToken else None
+        )
         if (
             type(effect_validate_turn__generation) is not int
             and issubclass(type(effect_validate_turn__generation), int)
@@ -1890,7 +1894,7 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
     raise spec_error("illegal_transition", operation="begin", state=run.state if run is not None else "none")
 
 
-def method_settle(closure: Instance, handle: object, call_id: str, outcome: Any = ABSENT) -> Any:
+def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any = ABSENT) -> Any:
     """settle as settle calls it: enter_settle, simplified (machine.specialize).
 
     Fixed: method='settle', fixed_status=None, content=ABSENT, message=ABSENT, message_is_error=False,
@@ -1902,7 +1906,7 @@ def method_settle(closure: Instance, handle: object, call_id: str, outcome: Any 
     trace = closure._trace
     if trace is not None:
         trace.append("settle.prepare.read")
-    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__call_id: object = call_id
     effect_validate_call_id__run = closure._run
     if not (
         type(effect_validate_call_id__call_id) is str
@@ -1913,8 +1917,10 @@ def method_settle(closure: Instance, handle: object, call_id: str, outcome: Any 
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
-    effect_read_handle_generation__generation = (
-        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    effect_read_handle_generation__generation: object = (
+        getattr(handle, "generation")
+        if type(handle) is semantics_.BatchHandle
+        else semantics_.read_key(handle, "generation")
     )
     if (
         type(effect_read_handle_generation__generation) is int
@@ -2125,7 +2131,7 @@ def method_settle(closure: Instance, handle: object, call_id: str, outcome: Any 
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
 
-def method_succeed(closure: Instance, handle: object, call_id: str, content: Any = ABSENT) -> Any:
+def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any = ABSENT) -> Any:
     """settle as succeed calls it: enter_settle, simplified (machine.specialize).
 
     Fixed: method='succeed', outcome=ABSENT, fixed_status='success', message=ABSENT,
@@ -2136,7 +2142,7 @@ def method_succeed(closure: Instance, handle: object, call_id: str, content: Any
     trace = closure._trace
     if trace is not None:
         trace.append("settle.prepare.read")
-    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__call_id: object = call_id
     effect_validate_call_id__run = closure._run
     if not (
         type(effect_validate_call_id__call_id) is str
@@ -2147,8 +2153,10 @@ def method_succeed(closure: Instance, handle: object, call_id: str, content: Any
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
-    effect_read_handle_generation__generation = (
-        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    effect_read_handle_generation__generation: object = (
+        getattr(handle, "generation")
+        if type(handle) is semantics_.BatchHandle
+        else semantics_.read_key(handle, "generation")
     )
     if (
         type(effect_read_handle_generation__generation) is int
@@ -2463,7 +2471,7 @@ def method_succeed(closure: Instance, handle: object, call_id: str, content: Any
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
 
-def method_fail(closure: Instance, handle: object, call_id: str, message: Any = ABSENT, code: Any = ABSENT) -> Any:
+def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = ABSENT, code: Any = ABSENT) -> Any:
     """settle as fail calls it: enter_settle, simplified (machine.specialize).
 
     Fixed: method='fail', outcome=ABSENT, fixed_status='error', content=ABSENT, message_is_error=True,
@@ -2474,7 +2482,7 @@ def method_fail(closure: Instance, handle: object, call_id: str, message: Any = 
     trace = closure._trace
     if trace is not None:
         trace.append("settle.prepare.read")
-    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__call_id: object = call_id
     effect_validate_call_id__run = closure._run
     if not (
         type(effect_validate_call_id__call_id) is str
@@ -2485,8 +2493,10 @@ def method_fail(closure: Instance, handle: object, call_id: str, message: Any = 
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
-    effect_read_handle_generation__generation = (
-        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    effect_read_handle_generation__generation: object = (
+        getattr(handle, "generation")
+        if type(handle) is semantics_.BatchHandle
+        else semantics_.read_key(handle, "generation")
     )
     if (
         type(effect_read_handle_generation__generation) is int
@@ -2791,7 +2801,7 @@ def method_fail(closure: Instance, handle: object, call_id: str, message: Any = 
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
 
-def method_cancel(closure: Instance, handle: object, call_id: str, message: Any = ABSENT, code: Any = ABSENT) -> Any:
+def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any = ABSENT, code: Any = ABSENT) -> Any:
     """settle as cancel calls it: enter_settle, simplified (machine.specialize).
 
     Fixed: method='cancel', outcome=ABSENT, fixed_status='cancelled', content=ABSENT,
@@ -2802,7 +2812,7 @@ def method_cancel(closure: Instance, handle: object, call_id: str, message: Any 
     trace = closure._trace
     if trace is not None:
         trace.append("settle.prepare.read")
-    effect_validate_call_id__call_id = call_id
+    effect_validate_call_id__call_id: object = call_id
     effect_validate_call_id__run = closure._run
     if not (
         type(effect_validate_call_id__call_id) is str
@@ -2813,8 +2823,10 @@ def method_cancel(closure: Instance, handle: object, call_id: str, message: Any 
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
-    effect_read_handle_generation__generation = (
-        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    effect_read_handle_generation__generation: object = (
+        getattr(handle, "generation")
+        if type(handle) is semantics_.BatchHandle
+        else semantics_.read_key(handle, "generation")
     )
     if (
         type(effect_read_handle_generation__generation) is int
@@ -3138,8 +3150,10 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
     trace = closure._trace
     if trace is not None:
         trace.append("close.prepare.read")
-    effect_read_handle_generation__generation = (
-        handle.generation if type(handle) is semantics_.BatchHandle else semantics_.read_key(handle, "generation")
+    effect_read_handle_generation__generation: object = (
+        getattr(handle, "generation")
+        if type(handle) is semantics_.BatchHandle
+        else semantics_.read_key(handle, "generation")
     )
     if (
         type(effect_read_handle_generation__generation) is int

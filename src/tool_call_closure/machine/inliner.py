@@ -436,12 +436,17 @@ def context_fields(context: type) -> Fields:
 
 
 def _field_types(context: type) -> dict[str, str]:
-    """Each field's annotation, as written: ``__init__``'s parameters, and ``self.x: T = …`` in an ``__init__``."""
+    """Each field's annotation, as written: ``__init__``'s parameters, and ``self.x: T = …`` in an ``__init__``.
+
+    A parameter keeps its parameter's annotation (what a caller may pass, before validation): compiled, the
+    generated ``enter_<op>`` checks its parameters' types, and a caller's wrong type must reach the validation
+    that raises ``UsageError``, not a ``TypeError`` at the call."""
     types: dict[str, str] = {}
     for cls in reversed(context.__mro__):
         init = vars(cls).get("__init__")
         if not inspect.isfunction(init):
             continue
+        parameters = set(inspect.signature(init).parameters)
         for parameter in inspect.signature(init).parameters.values():
             if isinstance(parameter.annotation, str):
                 types[parameter.name] = parameter.annotation
@@ -450,7 +455,11 @@ def _field_types(context: type) -> dict[str, str]:
         except (OSError, TypeError):  # pragma: no cover - the contexts are plain source
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Attribute)
+                and node.target.attr not in parameters
+            ):
                 types[node.target.attr] = ast.unparse(node.annotation)
     return types
 

@@ -103,6 +103,7 @@ __all__ = [
     "GENERATED_FROM",
     "HELPERS",
     "MACHINE",
+    "MACHINE_CHOICES",
     "MACHINE_SWITCH",
     "CompiledRow",
     "Machine",
@@ -149,6 +150,7 @@ class Machine:
         "export_format",
         "implementations",
         "initial_call_state",
+        "module",
         "operations",
         "origin",
         "plans",
@@ -157,9 +159,16 @@ class Machine:
         "texts",
     )
 
-    def __init__(self, table: Table, checked_in: types.ModuleType | None = None, walk: bool = False) -> None:
+    def __init__(
+        self,
+        table: Table,
+        checked_in: types.ModuleType | None = None,
+        walk: bool = False,
+        compiled: types.ModuleType | None = None,
+    ) -> None:
         """Compile ``table``; ``checked_in``: its generated module, already checked fresh (:func:`checked_in_module`);
-        ``walk``: every operation answered by :meth:`walk` (the ``TCC_MACHINE=walk`` switch)."""
+        ``walk``: every operation answered by :meth:`walk` (the ``TCC_MACHINE=walk`` switch); ``compiled``: the
+        compiled build of ``checked_in`` (:mod:`tool_call_closure._compiled`), whose operations then run."""
         _check_bindings(table, sem.GUARDS, sem.EFFECTS, sem.RESULTS, sem.OBSERVED, sem.TARGETS, sem.TEXTS)
         _check_contexts(table)
         self.table = table
@@ -207,10 +216,13 @@ class Machine:
         # The shipped table's is checked in (machine/generated.py), used while it matches what it was generated
         # from; any other table, or a stale module, is generated here.
         self.origin = "generated at import"
+        # The module whose enter_<op> functions the public class calls directly (None: it calls ``entries``).
+        self.module: types.ModuleType | None = None
         if checked_in is not None:
-            self.source = inspect.getsource(checked_in)
-            self.operations, self.entries = checked_in.OPERATIONS, checked_in.ENTRIES
-            self.origin = "checked in"
+            self.source = inspect.getsource(checked_in)  # the pure module's: a compiled one has no source
+            self.module = checked_in if compiled is None else compiled
+            self.operations, self.entries = self.module.OPERATIONS, self.module.ENTRIES
+            self.origin = "checked in" if compiled is None else "compiled"
         else:
             self.source, self.operations, self.entries = compile_operations(
                 table, self.implementations, HELPERS, OPERATION_CONTEXTS
@@ -219,6 +231,7 @@ class Machine:
             self.entries = self.walking_entries()
             self.operations = {op: functools.partial(self.walk, op) for op in self.operations}
             self.origin = "walk"
+            self.module = None
 
     def run(self, op: str, ctx: Context) -> Any:
         """Run operation ``op`` on ``ctx`` (an ``OPERATION_CONTEXTS[op]``); return its result or raise.
@@ -525,15 +538,32 @@ def checked_in_module() -> types.ModuleType | None:
 
 
 MACHINE_SWITCH: Final = "TCC_MACHINE"
-"""The environment variable that chooses how the shipped machine runs: unset (or ``generated``) runs the checked-in
-generated module; ``walk`` walks the table row by row (:meth:`Machine.walk`): breakpoints in the semantics fire."""
+"""The environment variable that chooses how the shipped machine runs: unset (or ``generated``) runs the compiled
+build when it is present and fresh (:mod:`tool_call_closure._compiled`), else the checked-in generated module;
+``compiled`` the compiled build (an error when it is missing or stale); ``pure`` the checked-in generated module in
+Python; ``walk`` walks the table row by row (:meth:`Machine.walk`): breakpoints in the semantics fire."""
+
+MACHINE_CHOICES: Final = ("generated", "compiled", "pure", "walk")
 
 
 def _shipped_machine() -> Machine:
     how = os.environ.get(MACHINE_SWITCH, "generated")
-    if how not in ("generated", "walk"):
-        raise TableError(f"{MACHINE_SWITCH} must be 'generated' or 'walk', got {how!r}", code="table_invalid")
-    return Machine(TABLE, checked_in_module(), walk=how == "walk")
+    if how not in MACHINE_CHOICES:
+        choices = ", ".join(MACHINE_CHOICES)
+        raise TableError(f"{MACHINE_SWITCH} must be one of {choices}, got {how!r}", code="table_invalid")
+    checked_in = checked_in_module()
+    compiled = None
+    if how in ("generated", "compiled") and checked_in is not None:
+        from tool_call_closure import _compiled
+
+        compiled, why = _compiled.load()
+        if compiled is None and how == "compiled":
+            raise TableError(f"{MACHINE_SWITCH}=compiled: the compiled build is {why}", code="table_invalid")
+    elif how == "compiled":
+        raise TableError(
+            f"{MACHINE_SWITCH}=compiled: machine/generated.py is stale, regenerate it", code="table_invalid"
+        )
+    return Machine(TABLE, checked_in, walk=how == "walk", compiled=compiled)
 
 
 MACHINE: Final = _shipped_machine()

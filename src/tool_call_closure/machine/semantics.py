@@ -289,7 +289,7 @@ def validate_turn(ctx: BeginContext) -> None:
     # safe integer >= 0 (one built by hand, or rewritten with object.__setattr__).  None means no turn guard.
     turn = ctx.turn
     if turn is not None:
-        generation = turn.generation if type(turn) is TurnToken else None
+        generation: object = getattr(turn, "generation") if type(turn) is TurnToken else None  # noqa: B009 (untyped)
         if type(generation) is not int and issubclass(type(generation), int) and type(generation) is not bool:
             generation = int.__index__(cast(int, generation))  # an int subclass: its plain value (D5)
         if type(generation) is not int or not 0 <= generation <= MAX_SAFE_INTEGER:
@@ -299,7 +299,7 @@ def validate_turn(ctx: BeginContext) -> None:
 
 
 def validate_call_id(ctx: SettleContext) -> None:
-    call_id = ctx.call_id
+    call_id: object = ctx.call_id  # a caller's value until validated here
     run = ctx.closure._run
     # A plain str that is a key of an installed run's index passed this very check when begin announced it
     # (same rule, same limit: the limits never change), so the answer is the same without running it again.
@@ -311,7 +311,13 @@ def validate_call_id(ctx: SettleContext) -> None:
 
 def read_handle_generation(ctx: HandleContext) -> None:
     handle = ctx.handle
-    generation = handle.generation if type(handle) is BatchHandle else read_key(handle, "generation")
+    # Read untyped: a handle's generation is a caller's value until checked (object.__setattr__ can forge it), and
+    # compiled (mypyc) a read typed int is a check that raises TypeError where the rules answer a rejection.
+    generation: object = (
+        getattr(handle, "generation")  # noqa: B009
+        if type(handle) is BatchHandle
+        else read_key(handle, "generation")
+    )
     if type(generation) is int and 0 < generation <= MAX_SAFE_INTEGER:
         ctx.reject_generation = generation  # the common case, decided as safe_positive_int decides it
     else:

@@ -1,0 +1,105 @@
+"""The compiled build: the generated machine and its hot helpers compiled by mypyc, used only while fresh.
+
+Theory of operation
+-------------------
+Nothing here is checked in but this file.  ``python -m
+tool_call_closure.machine.build_compiled`` (:mod:`tool_call_closure.machine.build_compiled`) copies each
+module of :data:`COMPILED_MODULES` — the checked-in machine
+(``machine/generated.py``) and the function-only helpers it calls on every
+operation (``machine/semantics.py``, ``machine/reading.py``) — into this
+package under a name of its own, points the copies' imports of one another
+at the copies (:data:`REWRITES`), compiles them with mypyc (one C extension
+per copy and a shared library, beside this file) and records the sha256 of
+each pure source it compiled in ``build.json``.
+
+The pure modules stay what every other part of the package imports: the
+values, contexts and the public class are never compiled (a compiled
+annotation would turn a caller's bad argument into a ``TypeError`` where the
+public class must raise ``UsageError``), the code generator reads the pure
+semantics' source, and the fault injector steps through the pure machine.
+
+:func:`load` returns the compiled machine only when every compiled copy is
+present, importable by this interpreter, really compiled, and built from the
+sources present now (a changed ``generated.py`` makes the build stale: it is
+then ignored, never half used).  ``TCC_MACHINE`` chooses
+(:mod:`tool_call_closure.machine.interpreter`): unset, the compiled build
+when :func:`load` finds it, else the pure generated module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.machinery
+import json
+import types
+from pathlib import Path
+from typing import Final
+
+__all__ = ["BUILD_RECORD", "COMPILED_MODULES", "PACKAGE_ROOT", "REWRITES", "load", "source_sha256"]
+
+PACKAGE_ROOT: Final = Path(__file__).resolve().parent.parent
+"""The ``tool_call_closure`` folder, which the sources of :data:`COMPILED_MODULES` are relative to."""
+
+COMPILED_MODULES: Final = {
+    "machine_reading": "machine/reading.py",
+    "machine_semantics": "machine/semantics.py",
+    "machine_generated": "machine/generated.py",
+}
+"""Compiled module (in this package) -> the pure source it is a copy of, relative to :data:`PACKAGE_ROOT`.
+Only modules that define no class: a compiled copy of a class would be another class than the pure one."""
+
+REWRITES: Final = {
+    "tool_call_closure.machine.reading": "tool_call_closure._compiled.machine_reading",
+    "tool_call_closure.machine.semantics": "tool_call_closure._compiled.machine_semantics",
+}
+"""In the copies: a pure module's name -> its compiled copy's (so compiled code calls compiled code natively)."""
+
+MACHINE_MODULE: Final = "machine_generated"
+BUILD_RECORD: Final = Path(__file__).with_name("build.json")
+"""What the last build compiled: ``{"sources": {module: sha256 of its pure source}, "mypy": version}``."""
+
+
+def source_sha256(relative: str) -> str:
+    """The sha256 of the pure source ``relative`` (to :data:`PACKAGE_ROOT`) as it is now."""
+    return hashlib.sha256((PACKAGE_ROOT / relative).read_bytes()).hexdigest()
+
+
+def _is_extension(module: types.ModuleType) -> bool:
+    filename = getattr(module, "__file__", None) or ""
+    return filename.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+def staleness() -> str | None:
+    """Why the compiled build cannot be used (not built, built from other sources), or ``None`` if it can.
+
+    Checked on the record and the sources alone, before any compiled module is imported."""
+    try:
+        record = json.loads(BUILD_RECORD.read_text(encoding="utf-8"))
+        built = record["sources"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "not built (python -m tool_call_closure.machine.build_compiled builds it)"
+    for name, relative in COMPILED_MODULES.items():
+        try:
+            current = source_sha256(relative)
+        except OSError:
+            return f"the source of {name} ({relative}) is not present"
+        if built.get(name) != current:
+            return f"stale: {relative} changed since the build (rebuild it)"
+    return None
+
+
+def load() -> tuple[types.ModuleType | None, str]:
+    """``(the compiled machine module, "fresh")``, or ``(None, why not)``; imports the copies only when fresh."""
+    why = staleness()
+    if why is not None:
+        return None, why
+    modules: dict[str, types.ModuleType] = {}
+    for name in COMPILED_MODULES:
+        try:
+            modules[name] = importlib.import_module(f"{__name__}.{name}")
+        except ImportError as error:  # built for another interpreter, or a library missing
+            return None, f"not importable here: {error}"
+        if not _is_extension(modules[name]):
+            return None, f"{name} is not a compiled extension ({modules[name].__file__})"
+    return modules[MACHINE_MODULE], "fresh"

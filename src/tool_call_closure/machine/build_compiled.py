@@ -1,0 +1,178 @@
+"""Build the compiled machine: the checked-in generated module and its hot helpers, compiled by mypyc.
+
+Theory of operation
+-------------------
+::
+
+    python -m tool_call_closure.machine.build_compiled            # build into src/tool_call_closure/_compiled/
+    python -m tool_call_closure.machine.build_compiled --check    # exit 1 unless a fresh build is present
+
+Needs mypy (which includes mypyc: a development dependency), setuptools and
+a C compiler.  The pure package is copied into a temporary folder; each
+module of :data:`tool_call_closure._compiled.COMPILED_MODULES` is copied into
+its ``_compiled`` package under its compiled name, its imports of the other
+copies rewritten (:data:`~tool_call_closure._compiled.REWRITES`) and the
+sha256 of its pure source appended as ``COMPILED_FROM_SHA256``; mypyc
+type-checks and compiles the copies as one group (calls between them are
+native C calls); the extensions are copied beside
+``_compiled/__init__.py`` and ``build.json`` records the digests last, so an
+interrupted build is never taken for a fresh one.
+
+Guards, each for a known way a compiled build goes wrong:
+
+* a module marked ``# mypy: ignore-errors`` compiles to functions that return
+  ``None``: such a source is refused before compiling, and the build ends with
+  a smoke run (:func:`smoke`) that must answer exactly as the pure machine;
+* a module that defines a class is refused (its compiled copy's class would be
+  another class than the pure one the rest of the package uses);
+* the smoke run happens in a fresh interpreter with ``TCC_MACHINE=compiled``,
+  which refuses to start if the build is not the one that runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Final
+
+from tool_call_closure import _compiled
+from tool_call_closure._compiled import BUILD_RECORD, COMPILED_MODULES, PACKAGE_ROOT, REWRITES, source_sha256
+
+__all__ = ["SMOKE", "build", "compiled_copy", "main", "smoke"]
+
+_GROUP: Final = "tool_call_closure._compiled.native"  # the shared library of the group: native__mypyc.*.so
+
+_SETUP: Final = """
+import sys
+from setuptools import setup
+from mypyc.build import mypycify
+setup(
+    name="tool-call-closure-compiled",
+    ext_modules=mypycify(sys.argv[2:], group_name={group!r}, opt_level={opt!r}),
+    script_args=["build_ext", "--inplace"],
+)
+"""
+
+SMOKE: Final = """
+import json, sys
+from tool_call_closure import create_tool_call_closure, to_json
+from tool_call_closure.machine.interpreter import MACHINE
+c = create_tool_call_closure()
+token = c.turn_token()
+first = c.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}, {"id": "c", "name": "t"}])
+answers = [first, c.active_generation, c.succeed(first.handle, "a", {"n": 1}), c.fail(first.handle, "b", "boom")]
+answers += [c.settle(first.handle, "a", {"status": "success", "content": "again"}), c.snapshot()]
+second = c.begin([{"id": "d", "name": "t"}], turn=c.turn_token())
+answers += [second, second.superseded, c.begin([{"id": "e", "name": "t"}], turn=token), c.cancel(second.handle, "d")]
+closed = c.close(second.handle, {"status": "error", "code": "timeout", "message": "late"})
+answers += [closed, c.seal(second.handle), c.to_openai_chat_completions(closed), c.to_anthropic_tool_results(closed)]
+answers += [c.to_openai_responses(closed), c.succeed(first.handle, "c", "stale"), c.snapshot()]
+try:
+    c.succeed(second.handle, 7, "ok")
+except Exception as error:
+    answers.append(f"{type(error).__name__}: {error}")
+print(json.dumps({"origin": MACHINE.origin, "answers": [a if isinstance(a, str) else to_json(a) for a in answers]}))
+"""
+"""A short history through every operation; each build must answer it exactly as the pure machine does."""
+
+
+def _refuse(relative: str, source: str) -> None:
+    if re.search(r"^#\s*mypy:\s*ignore-errors", source, flags=re.M):
+        raise SystemExit(f"{relative} is marked '# mypy: ignore-errors': mypyc would compile its functions wrong")
+    classes = [node.name for node in ast.parse(source).body if isinstance(node, ast.ClassDef)]
+    if classes:
+        raise SystemExit(f"{relative} defines {classes}: a compiled copy would be another class; compile none")
+
+
+def compiled_copy(relative: str) -> str:
+    """The text of the copy of ``relative`` that is compiled: imports of compiled modules rewritten, digest added."""
+    source = (PACKAGE_ROOT / relative).read_text(encoding="utf-8")
+    _refuse(relative, source)
+    for pure, compiled in REWRITES.items():
+        source = re.sub(rf"\b{re.escape(pure)}\b", compiled, source)
+    return f'{source}\n\nCOMPILED_FROM_SHA256: str = "{source_sha256(relative)}"\n'
+
+
+def build(destination: Path, opt_level: str = "3", verbose: bool = False) -> dict[str, str]:
+    """Compile the copies into ``destination`` (the ``_compiled`` folder); return the digests recorded."""
+    digests = {name: source_sha256(relative) for name, relative in COMPILED_MODULES.items()}
+    with tempfile.TemporaryDirectory(prefix="tcc-mypyc-") as folder:
+        root = Path(folder)
+        tree = root / "tool_call_closure"
+        shutil.copytree(PACKAGE_ROOT, tree, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "build.json"))
+        paths = []
+        for name, relative in COMPILED_MODULES.items():
+            path = tree / "_compiled" / f"{name}.py"
+            path.write_text(compiled_copy(relative), encoding="utf-8")
+            paths.append(str(path.relative_to(root)))
+        (root / "setup.py").write_text(_SETUP.format(group=_GROUP, opt=opt_level), encoding="utf-8")
+        environment = {**os.environ, "PYTHONPATH": str(root)}
+        done = subprocess.run(
+            [sys.executable, "setup.py", "build_ext", *paths],
+            cwd=root,
+            env=environment,
+            capture_output=not verbose,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"mypyc failed:\n{done.stdout}\n{done.stderr}")
+        built = sorted((tree / "_compiled").glob("*.so")) + sorted((tree / "_compiled").glob("*.pyd"))
+        BUILD_RECORD.unlink(missing_ok=True)  # no record while the extensions are replaced
+        for old in [*destination.glob("*.so"), *destination.glob("*.pyd")]:
+            old.unlink()
+        for extension in built:
+            shutil.copy2(extension, destination / extension.name)
+    import mypy.version  # present: it just compiled
+
+    record = {"sources": digests, "mypy": mypy.version.__version__, "python": sys.version.split()[0]}
+    (destination / BUILD_RECORD.name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return digests
+
+
+def smoke(machine: str) -> dict[str, object]:
+    """The :data:`SMOKE` history's answers in a fresh interpreter running ``TCC_MACHINE=machine``."""
+    environment = {**os.environ, "TCC_MACHINE": machine}
+    done = subprocess.run([sys.executable, "-c", SMOKE], env=environment, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the smoke run with TCC_MACHINE={machine} failed:\n{done.stderr}")
+    answers: dict[str, object] = json.loads(done.stdout)
+    return answers
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--check", action="store_true", help="exit with status 1 unless a fresh build is present")
+    parser.add_argument("--opt-level", default="3", help="the C compiler's optimization level (default 3)")
+    parser.add_argument("--verbose", action="store_true", help="show mypyc's and the C compiler's output")
+    args = parser.parse_args(argv)
+    destination = Path(_compiled.__file__).parent
+    if args.check:
+        why = _compiled.staleness()
+        print(why or "the compiled build is fresh", file=sys.stderr if why else sys.stdout)
+        return 1 if why else 0
+    build(destination, args.opt_level, args.verbose)
+    try:
+        compiled, pure = smoke("compiled"), smoke("pure")
+    except SystemExit:
+        BUILD_RECORD.unlink(missing_ok=True)  # the build is then never used
+        raise
+    if compiled["origin"] != "compiled" or compiled["answers"] != pure["answers"]:
+        BUILD_RECORD.unlink(missing_ok=True)
+        print("the compiled build answers the smoke history unlike the pure machine: not used", file=sys.stderr)
+        print(json.dumps(compiled, indent=1), json.dumps(pure, indent=1), sep="\n", file=sys.stderr)
+        return 1
+    print(f"built {', '.join(COMPILED_MODULES)} into {destination} (smoke history answered as the pure machine)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

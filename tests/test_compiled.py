@@ -1,0 +1,214 @@
+"""The compiled build (python -m tool_call_closure.machine.build_compiled) against the pure generated machine.
+
+The compiled build is mypyc's compilation of copies of ``machine/generated.py``
+and the helpers it calls on every operation (:mod:`tool_call_closure._compiled`).
+These tests hold it to the pure module it was compiled from: the same response
+lines and the same rows fired on every vector (fast), the same outcome and
+state on every step of the bounded model check (slow), the same answers and
+errors (``UsageError``, never a compiled annotation's ``TypeError``) through the
+public class.  They need the build (``build_compiled``, a C compiler and mypy);
+without it they are skipped, except the tests of the guards themselves: a
+stale build is never used, a source mypyc would miscompile is refused, the
+generator reads the pure modules.  The fault injector (invariant I9) cannot
+step into compiled code: I9 is checked on the pure machine, and this build is
+proved equal to it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tables import assert_bfs_agrees
+from tables import transcript as _transcript
+from tool_call_closure import _compiled, create_tool_call_closure
+from tool_call_closure.cli.main import main
+from tool_call_closure.conformance.vectors import load_vectors
+from tool_call_closure.errors import TableError
+from tool_call_closure.machine import build_compiled, generated, interpreter
+from tool_call_closure.machine.interpreter import MACHINE_SWITCH, Machine, checked_in_module, implementations
+from tool_call_closure.machine.table import TABLE
+
+PROOFS = Path(__file__).resolve().parents[1] / "proofs"
+COMPILED, WHY = _compiled.load()
+needs_build = pytest.mark.skipif(COMPILED is None, reason=f"the compiled build is {WHY}")
+
+PURE = Machine(TABLE, checked_in_module())
+COMPILED_MACHINE = Machine(TABLE, checked_in_module(), compiled=COMPILED) if COMPILED is not None else None
+
+
+@needs_build
+def test_the_compiled_build_answers_every_vector_as_the_pure_machine() -> None:
+    assert COMPILED_MACHINE is not None
+    assert COMPILED_MACHINE.origin == "compiled"
+    for vector in load_vectors():
+        assert _transcript(COMPILED_MACHINE, vector.steps) == _transcript(PURE, vector.steps), vector.id
+
+
+@needs_build
+def test_every_compiled_module_is_compiled_and_answers() -> None:
+    """A compiled function is a builtin, not Python code; and none answers ``None`` where the pure one does not
+    (mypyc's failure mode on a ``# mypy: ignore-errors`` module): the smoke history, through the public class."""
+    assert COMPILED is not None
+    for name in _compiled.COMPILED_MODULES:
+        module = sys.modules[f"tool_call_closure._compiled.{name}"]
+        assert str(module.__file__).endswith(".so") or str(module.__file__).endswith(".pyd")
+        assert _compiled.source_sha256(_compiled.COMPILED_MODULES[name]) == module.COMPILED_FROM_SHA256
+    for entry in COMPILED.ENTRIES.values():
+        assert not inspect.isfunction(entry), entry  # compiled: a builtin function, no Python frame
+    compiled, pure = build_compiled.smoke("compiled"), build_compiled.smoke("pure")
+    assert (compiled["origin"], pure["origin"]) == ("compiled", "checked in")
+    assert compiled["answers"] == pure["answers"]
+    assert "null" not in compiled["answers"][:5]  # begin, active_generation, succeed, fail, duplicate settle
+
+
+_BAD_INPUTS = """
+import json
+from tool_call_closure import UsageError, create_tool_call_closure
+from tool_call_closure.machine.interpreter import MACHINE
+c = create_tool_call_closure()
+handle = c.begin([{"id": "a", "name": "t"}]).handle
+attempts = [
+    lambda: c.begin("calls"), lambda: c.begin([{"id": 1, "name": "t"}]), lambda: c.begin([], turn=3),
+    lambda: c.succeed(handle, 7, "ok"), lambda: c.succeed(handle, None, "ok"), lambda: c.settle(handle, "a", 5),
+    lambda: c.settle(handle, "a", {"status": "won"}), lambda: c.fail(handle, b"a"), lambda: c.cancel(handle, "a", code=5),
+    lambda: c.succeed({"generation": "1"}, "a", "ok"), lambda: c.close(handle, 5),
+    lambda: c.close(handle, {"status": "odd"}), lambda: c.to_openai_chat_completions(5), lambda: c.seal(3),
+]
+errors = []
+for attempt in attempts:
+    try:
+        errors.append(["answered", str(attempt())])
+    except UsageError as error:
+        errors.append([type(error).__name__, error.code, str(error)])
+    except Exception as error:
+        errors.append([type(error).__name__, str(error)])
+print(json.dumps({"origin": MACHINE.origin, "errors": errors}))
+"""
+
+
+def _bad_inputs(machine: str) -> dict[str, Any]:
+    environment = {**os.environ, MACHINE_SWITCH: machine}
+    done = subprocess.run(
+        [sys.executable, "-c", _BAD_INPUTS], env=environment, capture_output=True, text=True, check=True
+    )
+    answers: dict[str, Any] = json.loads(done.stdout)
+    return answers
+
+
+@needs_build
+def test_the_public_class_raises_usage_error_on_bad_input_with_the_compiled_build() -> None:
+    """The public class is pure Python, and the compiled entry points annotate caller inputs as ``Any``: a bad
+    argument reaches the validation that raises ``UsageError``, as on the pure machine, never a ``TypeError``."""
+    compiled, pure = _bad_inputs("compiled"), _bad_inputs("pure")
+    assert (compiled["origin"], pure["origin"]) == ("compiled", "checked in")
+    assert compiled["errors"] == pure["errors"]
+    assert {error[0] for error in compiled["errors"]} <= {"UsageError", "LimitError", "answered"}
+
+
+@pytest.mark.slow  # a BFS of several thousand transitions, every step twice
+@needs_build
+def test_the_compiled_build_agrees_with_the_pure_machine_on_every_bfs_reachable_step() -> None:
+    """Every transition the bounded model check explores on the compiled build, replayed on the pure machine."""
+    assert COMPILED_MACHINE is not None
+    assert_bfs_agrees(COMPILED_MACHINE, PURE, "the compiled build and the pure machine")
+
+
+def test_a_stale_or_missing_build_is_never_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    record = tmp_path / "build.json"
+    monkeypatch.setattr(_compiled, "BUILD_RECORD", record)
+    assert _compiled.load()[0] is None
+    assert str(_compiled.staleness()).startswith("not built")
+    digests = {name: _compiled.source_sha256(relative) for name, relative in _compiled.COMPILED_MODULES.items()}
+    record.write_text(json.dumps({"sources": {**digests, "machine_generated": "0" * 64}}), encoding="utf-8")
+    assert _compiled.staleness() == "stale: machine/generated.py changed since the build (rebuild it)"
+    assert _compiled.load() == (None, _compiled.staleness())
+
+
+def test_the_compiled_switch_refuses_to_run_without_a_fresh_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MACHINE_SWITCH, "compiled")
+    monkeypatch.setattr(_compiled, "load", lambda: (None, "stale: machine/generated.py changed since the build"))
+    with pytest.raises(TableError, match="TCC_MACHINE=compiled: the compiled build is stale"):
+        interpreter._shipped_machine()
+    monkeypatch.setenv(MACHINE_SWITCH, "generated")  # the default falls back to the pure module
+    assert interpreter._shipped_machine().origin == "checked in"
+
+
+def test_a_source_mypyc_would_miscompile_is_refused() -> None:
+    with pytest.raises(SystemExit, match="ignore-errors"):
+        build_compiled._refuse("x.py", "# mypy: ignore-errors\ndef f() -> int:\n    return 1\n")
+    with pytest.raises(SystemExit, match="defines \\['Record'\\]"):
+        build_compiled._refuse("x.py", "class Record:\n    pass\n")
+    for relative in _compiled.COMPILED_MODULES.values():
+        build_compiled.compiled_copy(relative)  # the shipped sources pass both guards
+
+
+def test_the_compiled_copies_call_one_another_and_record_their_source() -> None:
+    copy = build_compiled.compiled_copy("machine/generated.py")
+    assert "import tool_call_closure._compiled.machine_semantics as semantics_" in copy
+    assert "tool_call_closure.machine.semantics" not in copy
+    assert copy.endswith(f'COMPILED_FROM_SHA256: str = "{_compiled.source_sha256("machine/generated.py")}"\n')
+    assert "from tool_call_closure._compiled.machine_reading import" in build_compiled.compiled_copy(
+        "machine/semantics.py"
+    )
+
+
+def test_the_generator_reads_the_pure_semantics_whatever_runs() -> None:
+    """Compiled functions have no source or annotations to read: the generator is given the pure ones."""
+    for kind in implementations().values():
+        for function in kind.values():
+            assert function.__module__.startswith("tool_call_closure.machine."), function
+            assert inspect.getsource(function)
+    assert interpreter.GENERATED_FROM[0].__name__ == "tool_call_closure.machine.semantics"
+    assert inspect.getsource(generated)  # the machine's source shown (--emit-python) is the pure module's
+
+
+def test_version_names_the_build_that_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    out = capsys.readouterr().out
+    assert "machine: " in out
+    assert interpreter.MACHINE.origin in out
+    create_tool_call_closure()  # (the class of the machine named is the one that runs)
+
+
+@pytest.mark.slow  # a wheel built and installed, and the vectors run from it
+@needs_build
+def test_a_wheel_built_with_the_hook_carries_the_compiled_machine_and_runs_it(tmp_path: Path) -> None:
+    """``HATCH_BUILD_HOOK_ENABLE_CUSTOM=true`` (hatch_build.py): the fresh build goes into a platform wheel, and
+    the installed wheel runs it (``--version``) and answers every vector."""
+    root = Path(__file__).resolve().parents[1]
+    environment = {**os.environ, "HATCH_BUILD_HOOK_ENABLE_CUSTOM": "true"}
+    wheel_command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path)]
+    done = subprocess.run([*wheel_command, "."], cwd=root, env=environment, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = tmp_path.glob("tool_call_closure-*.whl")
+    assert "py3-none-any" not in wheel.name
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "tool_call_closure/_compiled/build.json" in names
+    assert {f"tool_call_closure/_compiled/{name}" for name in _compiled.COMPILED_MODULES} <= {
+        n.split(".")[0] for n in names
+    }
+    target = tmp_path / "site"
+    install = [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)]
+    assert subprocess.run(install, capture_output=True, check=False).returncode == 0
+    clean = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", MACHINE_SWITCH: "compiled"}
+    for command, expected in ((["--version"], "(machine: compiled)"), (["conform", "--no-report"], "failed 0")):
+        ran = subprocess.run(
+            [sys.executable, "-m", "tool_call_closure", *command],
+            cwd=tmp_path,
+            env=clean,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert expected in ran.stdout
