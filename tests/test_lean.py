@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ def test_the_error_text_declines_what_is_not_text() -> None:
     assert error_text("c", "m", 1.5) is None
 
 
+@pytest.mark.pure_machine  # it spies on the pure module's functions, which a compiled build does not call
 def test_every_public_method_has_its_entry_point_and_the_class_calls_it(monkeypatch: object) -> None:
     assert set(generated.METHODS) == set(METHOD_ARGUMENTS)
     c = create_tool_call_closure()
