@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -212,3 +213,48 @@ def test_a_wheel_built_with_the_hook_carries_the_compiled_machine_and_runs_it(tm
         )
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert expected in ran.stdout
+
+
+def test_the_compiled_copy_unrolls_each_with_lock_into_acquire_try_finally_release() -> None:
+    """In compiled code ``lock.acquire()`` then ``try``/``finally: lock.release()`` is ``with lock:`` (no bytecode
+    between the acquisition and the ``try``); the pure machine keeps ``with`` (I9's fault sweep steps through it)."""
+    source = Path(generated.__file__).read_text(encoding="utf-8")
+    blocks = source.count("with lock:\n")
+    copy = build_compiled.compiled_copy("machine/generated.py")
+    assert blocks > 0
+    assert "with lock:" not in copy
+    assert copy.count("lock.acquire()\n") == len(re.findall(r"finally:\n +lock\.release\(\)\n", copy)) == blocks
+    program = "def f(lock, x):\n    with lock:\n        if x:\n            return 1\n        y = 2\n    return y\n"
+    unrolled = build_compiled.unrolled_locks(program)
+    assert unrolled == (
+        "def f(lock, x):\n    lock.acquire()\n    try:\n        if x:\n            return 1\n        y = 2\n"
+        "    finally:\n        lock.release()\n    return y\n"
+    )
+
+
+def test_the_compiled_helpers_are_the_pure_ones_statement_for_statement() -> None:
+    """The machine's copy compiles ``install_call`` and ``accepted_view`` (a C call on every settlement): the same
+    statements as ``context.install_call`` and the builder ``values.accepted_view`` runs."""
+    from tool_call_closure.machine import context
+    from tool_call_closure.values import ACCEPTED_TWIN, Accepted
+
+    copy = build_compiled.compiled_copy("machine/generated.py")
+    assert "semantics_.accepted_view(" not in copy
+    assert "    install_call,\n" not in copy
+    pure_install = inspect.getsource(context.install_call).split('"""')[-1].strip()
+    assert pure_install in copy
+    assert ACCEPTED_TWIN.__slots__ == Accepted.__slots__
+    assert ACCEPTED_TWIN.__bases__ == Accepted.__bases__
+
+
+@needs_build
+def test_the_compiled_accepted_view_is_the_pure_one() -> None:
+    assert COMPILED is not None
+    from tool_call_closure.values import Accepted, accepted_view
+
+    record = ("success", "reported", "ok", None, None, None)
+    built, pure = COMPILED.accepted_view(3, "a", record), accepted_view(3, "a", record)
+    assert type(built) is Accepted
+    assert built == pure
+    assert repr(built) == repr(pure)
+    assert built.settlement == pure.settlement

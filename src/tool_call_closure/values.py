@@ -55,6 +55,7 @@ from tool_call_closure.errors import FrozenValueError
 from tool_call_closure.parts import ToolContent
 
 __all__ = [
+    "ACCEPTED_TWIN",
     "CALL_SETTLEMENT",
     "CALL_STATE",
     "CODE",
@@ -620,6 +621,9 @@ can anyone hold it.
 """
 accepted_view: Final[Callable[[int, str, SettlementRecord], Accepted]] = _builder(Accepted, ("settlement",))
 """``accepted_view(generation, call_id, record)``: an :class:`Accepted`; its settlement view is built on first read."""
+ACCEPTED_TWIN: Final[type] = _twin(Accepted)
+"""An unfrozen class with :class:`Accepted`'s layout: the compiled build writes ``accepted_view`` in C with it
+(``machine.build_compiled``: an instance, its ``generation``, ``call_id`` and ``_deferred`` slots, then the class)."""
 _new_snapshot: Final = _builder(Snapshot, ("calls", "diagnostics"))
 
 

@@ -44,9 +44,16 @@ from pathlib import Path
 from typing import Final
 
 from tool_call_closure import _compiled
-from tool_call_closure._compiled import BUILD_RECORD, COMPILED_MODULES, PACKAGE_ROOT, REWRITES, source_sha256
+from tool_call_closure._compiled import (
+    BUILD_RECORD,
+    COMPILED_MODULES,
+    MACHINE_MODULE,
+    PACKAGE_ROOT,
+    REWRITES,
+    source_sha256,
+)
 
-__all__ = ["SMOKE", "build", "compiled_copy", "main", "smoke"]
+__all__ = ["SMOKE", "build", "compiled_copy", "main", "native_helpers", "smoke", "unrolled_locks"]
 
 _GROUP: Final = "tool_call_closure._compiled.native"  # the shared library of the group: native__mypyc.*.so
 
@@ -92,12 +99,81 @@ def _refuse(relative: str, source: str) -> None:
         raise SystemExit(f"{relative} defines {classes}: a compiled copy would be another class; compile none")
 
 
+def unrolled_locks(source: str) -> str:
+    """Each ``with lock:`` block of ``source`` written as ``lock.acquire()`` and ``try:`` … ``finally: lock.release()``.
+
+    In compiled code the two are the same step: between the acquisition and
+    the ``try`` there is no bytecode, so no interpreter check where an
+    asynchronous exception could land (the reason the pure machine keeps
+    ``with``: there, the call's own check follows ``acquire()``), and an
+    acquisition that raises (a signal handler's exception while waiting)
+    leaves nothing to release, as ``__enter__`` raising does.  What it saves
+    is the ``with`` protocol's generic work: looking up ``__enter__`` and
+    ``__exit__`` on the type and calling them with argument tuples.
+    """
+    lines = source.splitlines(keepends=True)
+    blocks = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.With)
+        and len(node.items) == 1
+        and isinstance(node.items[0].context_expr, ast.Name)
+        and node.items[0].context_expr.id == "lock"
+        and node.items[0].optional_vars is None
+    ]
+    for node in sorted(blocks, key=lambda block: block.lineno, reverse=True):  # bottom up: line numbers stay valid
+        assert node.end_lineno is not None
+        indent = " " * node.col_offset
+        first = lines[node.lineno - 1]
+        assert first.strip() == "with lock:", first
+        lines[node.end_lineno : node.end_lineno] = [f"{indent}finally:\n", f"{indent}    lock.release()\n"]
+        lines[node.lineno - 1 : node.lineno] = [f"{indent}lock.acquire()\n", f"{indent}try:\n"]
+    return "".join(lines)
+
+
+# Compiled in the machine's copy in place of two pure helpers it calls on every settlement, so that the call is a
+# C call and the body C code: the same statements (context.install_call; values.accepted_view's builder).
+_NATIVE_HELPERS: Final = """
+
+def install_call(run: Run | None, position: int, call: CallRecord) -> None:
+    assert run is not None
+    run.calls[position] = call
+
+
+def accepted_view(generation: int, call_id: str, record: SettlementRecord) -> Any:
+    view: Any = ACCEPTED_TWIN()
+    view.generation = generation
+    view.call_id = call_id
+    view._deferred = record
+    view.__class__ = Accepted
+    return view
+"""
+_HELPER_IMPORTS: Final = "from tool_call_closure.values import ACCEPTED_TWIN, Accepted\n"
+
+
+def native_helpers(source: str) -> str:
+    """The machine's copy with :data:`_NATIVE_HELPERS` for ``context.install_call`` and ``values.accepted_view``."""
+    imported = "    install_call,\n"
+    assert source.count(imported) == 1
+    assert "semantics_.accepted_view(" in source
+    source = source.replace(imported, "").replace("semantics_.accepted_view(", "accepted_view(")
+    anchor = "from tool_call_closure.machine.context import record_rejection as reject\n"
+    assert source.count(anchor) == 1
+    return source.replace(anchor, anchor + _HELPER_IMPORTS) + _NATIVE_HELPERS
+
+
 def compiled_copy(relative: str) -> str:
-    """The text of the copy of ``relative`` that is compiled: imports of compiled modules rewritten, digest added."""
+    """The text of the copy of ``relative`` that is compiled: imports of compiled modules rewritten, digest added.
+
+    Its ``with lock:`` blocks are unrolled (:func:`unrolled_locks`); the machine's copy compiles two helpers
+    it calls on every settlement (:func:`native_helpers`)."""
     source = (PACKAGE_ROOT / relative).read_text(encoding="utf-8")
     _refuse(relative, source)
     for pure, compiled in REWRITES.items():
         source = re.sub(rf"\b{re.escape(pure)}\b", compiled, source)
+    source = unrolled_locks(source)
+    if relative == COMPILED_MODULES[MACHINE_MODULE]:
+        source = native_helpers(source)
     return f'{source}\n\nCOMPILED_FROM_SHA256: str = "{source_sha256(relative)}"\n'
 
 
