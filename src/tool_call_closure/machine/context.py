@@ -124,7 +124,7 @@ class Run:
         generation: int,
         handle: BatchHandle,
         calls: list[CallRecord],
-        index: Mapping[str, int],
+        index: dict[str, int],
         diagnostics: list[DiagnosticRecord],
         state: str = "",
         close_reason: CloseReasonRecord | None = None,
@@ -258,7 +258,7 @@ class MachineView(Protocol):
     @property
     def call_events(self) -> Mapping[str, Mapping[str, str]]: ...  # effect -> {call status -> call event}
     @property
-    def effect_call_next(self) -> Mapping[str, Mapping[tuple[str, str], str]]: ...  # effect -> {(state, status) -> to}
+    def effect_call_next(self) -> Mapping[str, dict[tuple[str, str], str]]: ...  # effect -> {(state, status) -> to}
     def apply_call_event(self, call: CallRecord, event: str, settlement: SettlementRecord) -> CallRecord: ...
 
 

@@ -59,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "3f40374bcba630ed5987d6051dc46043db539ffd70df08c038a3e327a31bdf66"
-SOURCES_SHA256: Final = "ddcef23f9385069c368d2add4c29fc5f8badb45f330dc14e02514239887e1bb1"
+SOURCES_SHA256: Final = "20c394335b877d3726ae3555903d8a0a570ced4bd4e9be2449e823fb947e96f5"
 
 
 def spill_BeginContext(

@@ -190,7 +190,7 @@ class Machine:
         }
         # effect id -> {(call state, call status) -> the call state its event moves to}: the call machine's move
         # resolved when the table is compiled, so a settlement looks it up once (a move it lacks is not here).
-        self.effect_call_next: Mapping[str, Mapping[tuple[str, str], str]] = {
+        self.effect_call_next: Mapping[str, dict[tuple[str, str], str]] = {
             effect: {
                 (state, status): self.call_next[state, event]
                 for status, event in events.items()
