@@ -12,7 +12,10 @@ a C compiler.  The pure package is copied into a temporary folder; each
 module of :data:`tool_call_closure._compiled.COMPILED_MODULES` is copied into
 its ``_compiled`` package under its compiled name, its imports of the other
 copies rewritten (:data:`~tool_call_closure._compiled.REWRITES`) and the
-sha256 of its pure source appended as ``COMPILED_FROM_SHA256``; mypyc
+sha256 of its pure source appended as ``COMPILED_FROM_SHA256``; in the
+machine's copy each ``with lock:`` is unrolled (:func:`unrolled_locks`) and
+two helpers it calls on every settlement are compiled in place
+(:func:`native_helpers`), the same statements as the pure ones; mypyc
 type-checks and compiles the copies as one group (calls between them are
 native C calls); the extensions are copied beside
 ``_compiled/__init__.py`` and ``build.json`` records the digests last, so an
