@@ -34,7 +34,9 @@ each kind of part:
    of function call parts of the function call turn."* (gemini-cli#16135,
    the same text as a missing response, providers.md); the provider stub
    refuses that payload for a Gemini 2.x model with the same text
-   (``tests/test_content_parts_stub.py``).  So there is no slot for the media
+   (``tests/test_content_parts_stub.py``), and ``gemini.check_contents(…,
+   family="gemini-2")`` refuses it before it is sent, quoting that text
+   (:data:`GEMINI_2_SIBLING_MEDIA`).  So there is no slot for the media
    on Gemini 2.x, and a note is the only legal rendering.  A part Gemini 3
    does not take (GIF, a text file other than plain text) is a note as well.
    Over the protocol the option is ``{"family": …}`` (capability
@@ -405,6 +407,13 @@ GEMINI_2_PARTS: Final = (
     "contents[{index}].parts[{part}]: a function_response has parts, which Gemini 2.x models do not take "
     "(multimodal function responses are Gemini 3; family='gemini-2'; library preflight, D22): export with "
     "to_gemini_function_responses(snapshot, family='gemini-2')"
+)
+GEMINI_2_SIBLING_MEDIA: Final = (
+    "contents[{index}].parts[{part}]: {kind} beside function responses, which Gemini 2.x counts as a response "
+    "part and refuses ('Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn.', gemini-cli#16135; family='gemini-2'; library preflight, "
+    "D22): Gemini 2.x takes no media for a tool call; to_gemini_function_responses(snapshot, family='gemini-2') "
+    "writes a note for each"
 )
 
 
