@@ -40,7 +40,7 @@ from tool_call_closure import (
     content,
     to_json,
 )
-from tool_call_closure.parts import ImagePart, JsonPart, PartInput, TextPart
+from tool_call_closure.parts import MAX_PARTS, ImagePart, JsonPart, PartInput, TextPart
 from tool_call_closure.providers import (
     ProviderRuleError,
     ToolCall,
@@ -136,6 +136,10 @@ BAD: list[tuple[Any, str]] = [
     ([JsonInput(1, schema={"bad": {1, 2}})], "parts[0].schema is not JSON (a set)"),  # type: ignore[dict-item]
     ([42], "parts[0].type is not a part: int"),
     ([], "parts must not be empty"),
+    ([ImageInput(media_type="image/png", data=b"")], "parts[0].data must not be empty"),
+    (["x", ImageInput(media_type="image/png", base64="")], "parts[1].base64 must not be empty"),
+    ([FileInput(name="a.txt", media_type="text/plain", data=b"")], "parts[0].data must not be empty"),
+    (["x"] * (MAX_PARTS + 1), f"parts has {MAX_PARTS + 1} parts; at most 1000 are allowed"),
     ("text", "parts must be a list of parts"),
 ]
 
