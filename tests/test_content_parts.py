@@ -350,6 +350,24 @@ def test_D22_preflights_refuse_media_where_the_model_refuses_them_and_say_why() 
         closure.to_bedrock_tool_results(snapshot, media="no")  # type: ignore[arg-type]
 
 
+def test_D22_gemini_2_preflight_refuses_media_beside_the_function_responses() -> None:
+    # Gemini 2.x counts a media part beside the function responses as a response part and fails its count check
+    # (gemini-cli#16135): the preflight says so, with the API's text, before the request is sent.
+    closure, snapshot = settled(content(["see", KINDS["image_bytes"]]))
+    turn = {"role": "model", "parts": [{"function_call": {"id": c.id, "name": c.name, "args": {}}} for c in CALLS]}
+    responses = closure.to_gemini_function_responses(snapshot, family="gemini-2")
+    contents: list[Any] = list(gemini.next_contents(turn, responses, family="gemini-2"))  # the library's: passes
+    sibling = {"inline_data": {"mime_type": "image/png", "data": b"\x89PNG"}}
+    contents[-1] = {"role": "user", "parts": [*contents[-1]["parts"], sibling]}
+    with pytest.raises(ProviderRuleError, match="number of function response parts") as refused:
+        gemini.check_contents(contents, family="gemini-2")
+    assert refused.value.index == 1
+    assert "contents[1].parts[2]: inline_data beside function responses" in str(refused.value)
+    gemini.check_contents(contents)  # Gemini 3's rule is another matter: not refused here
+    media_alone = [{"role": "user", "parts": [sibling]}]
+    gemini.check_contents(media_alone, family="gemini-2")  # media in a user turn that answers no call: fine
+
+
 def _bedrock_turn() -> dict[str, Any]:
     blocks = [{"toolUse": {"toolUseId": c.id, "name": c.name, "input": {}}} for c in CALLS]
     return {"output": {"message": {"role": "assistant", "content": blocks}}}

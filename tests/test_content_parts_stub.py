@@ -172,3 +172,39 @@ def test_D22_chat_media_in_a_tool_message_is_refused_by_the_stub(stub: ProviderS
     conversation.messages.extend(naive)
     with pytest.raises(RefusedError, match="a tool message takes only 'text' parts"):
         conversation._create(False)
+
+
+COUNT_CHECK = (
+    "Please ensure that the number of function response parts is equal to the number of function call parts "
+    "of the function call turn."
+)
+
+
+def test_D22_gemini_2_media_beside_the_function_responses_break_the_count_and_the_gemini_2_export_passes(
+    stub: ProviderStub,
+) -> None:
+    # Gemini 2.x has no media in a function response; sending them as sibling inline_data / file_data parts of the
+    # answering Content (gemini-cli#16135) is refused with the count check's text, not a content rule of the stub.
+    conversation, closure, snapshot = _start(stub, "gemini", "gemini-2.5-flash")
+    multimodal: list[Any] = [dict(part) for part in closure.to_gemini_function_responses(snapshot)]  # gemini-3
+    siblings: list[dict[str, Any]] = []
+    for index, part in enumerate(multimodal):
+        response = dict(part["function_response"])
+        for media in response.pop("parts", []):
+            inline = media.get("inline_data")
+            if inline is not None:  # a Part's Blob: no display_name in the Gemini API
+                siblings.append({"inline_data": {"mime_type": inline["mime_type"], "data": inline["data"]}})
+            else:
+                siblings.append(dict(media))
+        multimodal[index] = {"function_response": response}
+    assert len(siblings) == 4
+    naive = gemini.next_contents(conversation.turn, multimodal, family="gemini-2")  # the preflight sees no parts
+    naive[-1]["parts"].extend(siblings)
+    conversation.contents.extend(naive)
+    with pytest.raises(RefusedError) as refused:
+        conversation._create()
+    assert refused.value.message == COUNT_CHECK
+    assert not refused.value.message.startswith("STUB:")  # the provider's own text
+    del conversation.contents[-len(naive) :]
+    _send("gemini", conversation, closure, snapshot, family="gemini-2")  # a note per media part: taken
+    assert [r.status for r in stub.requests[-2:]] == [400, 200]
