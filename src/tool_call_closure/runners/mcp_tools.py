@@ -140,6 +140,11 @@ async def connect_streamable_http(url: str, *, http_client: Any = None) -> Async
         yield server
 
 
+# The two overloads differ only in ``turn`` and the result, and are needed: without ``turn`` a run cannot be stale,
+# so the result is a ``BatchRun`` that callers use without a check; a single signature would make every call
+# ``BatchRun | StaleTurn`` under ``mypy --strict``.  (A TypedDict unpacked as ``**options`` would shorten them but
+# hide the option names and defaults from help and editors; run_tool_calls and ToolCallClosure.begin have the same
+# pair of overloads.)
 @overload
 async def run_mcp_tool_calls(
     closure: ToolCallClosure,
