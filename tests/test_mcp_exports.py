@@ -31,7 +31,7 @@ from typing_extensions import is_typeddict
 
 from mcp_shapes import SHAPES
 from provider_stub import check_anthropic, check_bedrock, check_chat, check_gemini, check_responses
-from stub_content import check_content
+from stub_content import STUB_CASES, check_content, send_results, strings_in
 from test_sdk_payloads import _BedrockMessage
 from tool_call_closure import Snapshot, ToolCallClosure
 from tool_call_closure.parts import FilePart, ImagePart, JsonPart, TextPart, ToolContent
@@ -49,15 +49,6 @@ EXPORTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("bedrock", {}),
     ("bedrock", {"media": False}),
 )
-STUB_CASES = [
-    ("openai_chat", None, {}),
-    ("openai_responses", None, {}),
-    ("anthropic", None, {}),
-    ("gemini", "gemini-3-pro-preview", {"family": "gemini-3"}),
-    ("gemini", "gemini-2.5-flash", {"family": "gemini-2"}),
-    ("bedrock", "stub.model", {"media": True}),
-    ("bedrock", "stub.no-media", {"media": False}),
-]
 SCHEMA = {"type": "object", "properties": {"temperature": {"type": "number"}, "unit": {"type": "string"}}}
 USER = "What is the weather?"
 
@@ -275,7 +266,7 @@ def test_every_mcp_shape_through_the_real_sdk_client_is_taken_by_the_provider_st
 ) -> None:
     from conversations import CONVERSATIONS
     from provider_stub import Call, ProviderStub, Turn
-    from test_content_parts_stub import IDS, ModelBedrock, ModelGemini, _send, _strings
+    from test_content_parts_stub import IDS, ModelBedrock, ModelGemini
 
     prefix = IDS[provider]
     calls = tuple(Call(None if prefix is None else f"{prefix}{name}", name) for name in SHAPES)
@@ -298,8 +289,8 @@ def test_every_mcp_shape_through_the_real_sdk_client_is_taken_by_the_provider_st
                 closure.succeed(handle, tool_call.id, value)
         snapshot = closure.seal(handle)
         assert isinstance(snapshot, Snapshot)
-        _send(provider, conversation, closure, snapshot, **options)
+        send_results(provider, conversation, closure, snapshot, **options)
         assert stub.refusals() == []
-        sent = "\n".join(_strings(stub.requests[-1].body))
+        sent = "\n".join(strings_in(stub.requests[-1].body))
     for note in [f.why for f in content_fallbacks(snapshot, provider, **options)] + [f.text for f in fallbacks]:
         assert note in sent  # what the model reads where a part could not go natively
