@@ -21,7 +21,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
@@ -206,40 +206,33 @@ def strict(kind: Any, value: Any) -> None:
     assert _known_keys(kind, value), value
 
 
+def _each_strict(kind: Any, values: Iterable[Any]) -> list[Any]:
+    """``values``, each checked by :func:`strict` against ``kind``."""
+    checked = list(values)
+    for value in checked:
+        strict(kind, value)
+    return checked
+
+
 def _validate_chat(closure: ToolCallClosure, snapshot: Snapshot) -> list[Any]:
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolMessageParam
 
-    payload = closure.to_openai_chat_completions(snapshot)
-    for item in payload:
-        strict(ChatCompletionToolMessageParam, item)
-    messages = openai_chat.next_messages(CALLS, payload, media_from=snapshot)
-    for message in messages:
-        strict(ChatCompletionMessageParam, message)
-    return messages
+    payload = _each_strict(ChatCompletionToolMessageParam, closure.to_openai_chat_completions(snapshot))
+    return _each_strict(ChatCompletionMessageParam, openai_chat.next_messages(CALLS, payload, media_from=snapshot))
 
 
 def _validate_responses(closure: ToolCallClosure, snapshot: Snapshot) -> list[Any]:
     from openai.types.responses.response_input_item_param import FunctionCallOutput, ResponseInputItemParam
 
-    payload = closure.to_openai_responses(snapshot)
-    for item in payload:
-        strict(FunctionCallOutput, item)
-    items = openai_responses.next_input(CALLS, payload)
-    for item in items:
-        strict(ResponseInputItemParam, item)
-    return items
+    payload = _each_strict(FunctionCallOutput, closure.to_openai_responses(snapshot))
+    return _each_strict(ResponseInputItemParam, openai_responses.next_input(CALLS, payload))
 
 
 def _validate_anthropic(closure: ToolCallClosure, snapshot: Snapshot) -> list[Any]:
     from anthropic.types import MessageParam, ToolResultBlockParam
 
-    payload = closure.to_anthropic_tool_results(snapshot)
-    for item in payload:
-        strict(ToolResultBlockParam, item)
-    messages = anthropic.next_messages(CALLS, payload)
-    for message in messages:
-        strict(MessageParam, message)
-    return messages
+    payload = _each_strict(ToolResultBlockParam, closure.to_anthropic_tool_results(snapshot))
+    return _each_strict(MessageParam, anthropic.next_messages(CALLS, payload))
 
 
 def _gemini_with(family: Any) -> Callable[[ToolCallClosure, Snapshot], list[Any]]:
