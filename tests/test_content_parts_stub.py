@@ -169,5 +169,5 @@ def test_D22_gemini_2_media_beside_the_function_responses_break_the_count_and_th
     assert refused.value.message == COUNT_CHECK
     assert not refused.value.message.startswith("STUB:")  # the provider's own text
     del conversation.contents[-len(naive) :]
-    _send("gemini", conversation, closure, snapshot, family="gemini-2")  # a note per media part: taken
+    send_results("gemini", conversation, closure, snapshot, family="gemini-2")  # a note per media part: taken
     assert [r.status for r in stub.requests[-2:]] == [400, 200]
