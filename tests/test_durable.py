@@ -99,6 +99,19 @@ def test_the_image_is_canonical_ascii_and_within_its_bound() -> None:
     assert len(encode(image_of(big, "c", 1))) <= image_bound(big.limits)
 
 
+def test_D22_an_image_holding_the_largest_result_of_parts_is_within_its_bound() -> None:
+    """Names and media types are not counted by max_result_bytes; MAX_PARTS and the name limit bound them."""
+    from tool_call_closure.parts import MAX_PARTS, FileInput, content
+
+    closure = ToolCallClosure(max_calls=1, max_result_bytes=MAX_PARTS, max_diagnostics=1)
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    widest = FileInput(name="\x01" * 256, media_type="application/pdf", data=b"\x01")
+    closure.succeed(handle, "a", content([widest] * MAX_PARTS))
+    size = len(encode(image_of(closure, "c", 1)))
+    assert size > 6 * 256 * MAX_PARTS  # the names dominate: the bound must count them
+    assert size <= image_bound(closure.limits)
+
+
 @pytest.mark.parametrize(
     ("edit", "where"),
     [

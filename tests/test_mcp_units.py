@@ -19,7 +19,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp_shapes import PNG, SHAPES, result, text
 from tool_call_closure import ToolCallClosure, UsageError, to_json
-from tool_call_closure.parts import ToolContent
+from tool_call_closure.parts import MAX_PARTS, ToolContent
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners import run_tool_calls
 from tool_call_closure.runners.asyncio_runner import running_call
@@ -92,6 +92,21 @@ def test_what_no_provider_takes_is_a_text_saying_so_and_a_reported_fallback() ->
     assert [(f.call_id, f.index, f.item_type, f.media_type) for f in fallbacks] == [("c1", 1, "audio", "audio/wav")]
     assert fallbacks[0].text == getattr(note, "text", None)
     assert "audio/wav" in fallbacks[0].text
+
+
+def test_an_empty_image_or_blob_is_a_reported_fallback_and_too_many_parts_end_the_call_as_an_error() -> None:
+    fallbacks: list[McpFallback] = []
+    empty_image = types.ImageContent(type="image", data="", mime_type="image/png")
+    blob = types.BlobResourceContents(uri="file:///r.pdf", mime_type="application/pdf", blob="")
+    empty_blob = types.EmbeddedResource(type="resource", resource=blob)
+    value = outcome_of(result(text("two"), empty_image, empty_blob), None, call_id="c", on_fallback=fallbacks.append)
+    assert isinstance(value, ToolContent)
+    assert [f.index for f in fallbacks] == [1, 2]
+    assert all("not shown: it is empty" in f.text for f in fallbacks)
+    assert [getattr(part, "text", None) for part in value.parts[1:]] == [f.text for f in fallbacks]
+    outcome_of(result(*[text("x")] * MAX_PARTS), None)
+    with pytest.raises(ToolCallError, match=f"has {MAX_PARTS + 1} parts; a result holds at most {MAX_PARTS}"):
+        outcome_of(result(*[text("x")] * (MAX_PARTS + 1)), None)
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,10 @@ bounds (the spec's ``spec/README.md`` "Content parts"): the sum, over the
 parts, of the UTF-8 bytes of each text, the decoded bytes of each inline
 image or file, the UTF-8 bytes of each URL, and the UTF-8 bytes of each JSON
 part's JSON text and of its schema's JSON text.  Media types, file names and
-the framing of a provider's payload are not counted.
+the framing of a provider's payload are not counted; they are bounded
+instead: a result has at most :data:`MAX_PARTS` parts, none empty (an empty
+text, image or file is refused, so each part counts at least one byte), a
+file name at most 256 UTF-8 bytes and a media type one of a fixed list.
 
 This module imports only the error root and the ECMAScript helpers: the
 values (``Settlement.content``) and the machine (which validates and counts
@@ -59,6 +62,7 @@ from tool_call_closure.errors import ToolCallClosureError, spec_error
 __all__ = [
     "FILE_MEDIA_TYPES",
     "IMAGE_MEDIA_TYPES",
+    "MAX_PARTS",
     "FileInput",
     "FilePart",
     "ImageInput",
@@ -78,6 +82,9 @@ IMAGE_MEDIA_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "i
 """The image media types a part may have: the ones every provider with an image slot accepts."""
 FILE_MEDIA_TYPES: Final = frozenset({"application/pdf", "text/plain", "text/csv", "text/markdown", "text/html"})
 """The document media types a file part may have (``text/*`` data must be UTF-8)."""
+MAX_PARTS: Final = 1000
+"""The most parts one result may have.  With every part counting at least one byte and a file name and a media
+type bounded each, this bounds what a result holds beyond the bytes ``max_result_bytes`` counts."""
 _CODE: Final = "content_part_invalid"
 _MAX_NAME_BYTES: Final = 256
 _MADE: Final = object()  # the mark of a ToolContent that content() built
@@ -298,6 +305,9 @@ def _media(part: ImageInput | FileInput, index: int, allowed: frozenset[str]) ->
             data = _b64.b64decode(encoded.encode("ascii"), validate=True)
         except (binascii.Error, UnicodeEncodeError):
             raise _invalid(index, "base64", "is not valid base64") from None
+    if not data:
+        # An empty image or file is no document; refused, every part counts at least one byte (MAX_PARTS).
+        raise _invalid(index, "data" if part.data is not None else "base64", "must not be empty")
     if media_type.startswith("text/"):
         try:
             data.decode("utf-8")
@@ -372,6 +382,8 @@ def content(parts: Sequence[PartInput]) -> ToolContent:
         raise spec_error(_CODE, argument="parts", problem="must be a list of parts")
     if not parts:
         raise spec_error(_CODE, argument="parts", problem="must not be empty")
+    if len(parts) > MAX_PARTS:
+        raise spec_error(_CODE, argument="parts", problem=f"has {len(parts)} parts; at most {MAX_PARTS} are allowed")
     recorded = tuple(_part(entry, index) for index, entry in enumerate(parts))
     result = ToolContent(recorded)
     object.__setattr__(result, "size", sum(_size(part) for part in recorded))

@@ -37,6 +37,9 @@ from tool_call_closure.machine.context import Run
 from tool_call_closure.machine.interpreter import MACHINE
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.parts import (
+    FILE_MEDIA_TYPES,
+    IMAGE_MEDIA_TYPES,
+    MAX_PARTS,
     FileInput,
     ImageInput,
     JsonInput,
@@ -418,11 +421,16 @@ def image_bound(limits: Limits) -> int:
     """An upper bound on the size in bytes of any image with these limits.
 
     A UTF-8 byte is at most 6 bytes of escaped ASCII (``\\u0001``); the constants
-    cover the keys, punctuation and numbers of each object.
+    cover the keys, punctuation and numbers of each object.  A result made of
+    content parts (D22) writes its counted bytes within the same 6 per byte
+    (base64 is 4 per 3), and beyond them at most :data:`MAX_PARTS` parts, each
+    with its keys, a file name of at most 256 UTF-8 bytes and a media type.
     """
     per_string = 6
     code_bytes = max(limits.max_code_bytes, *(len(code) for code in DEFAULT_CODES))
-    settlement = 160 + per_string * (limits.max_result_bytes + code_bytes + limits.max_message_bytes)
+    media_type = max(len(name) for name in IMAGE_MEDIA_TYPES | FILE_MEDIA_TYPES)
+    parts = 20 + MAX_PARTS * (80 + per_string * (256 + media_type))
+    settlement = 160 + parts + per_string * (limits.max_result_bytes + code_bytes + limits.max_message_bytes)
     call = 60 + per_string * (limits.max_id_bytes + limits.max_name_bytes) + settlement
     diagnostic = 110 + per_string * limits.max_id_bytes
     close = 100 + per_string * (code_bytes + limits.max_message_bytes)

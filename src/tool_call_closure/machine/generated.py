@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
-TABLE_SHA256: Final = "3f40374bcba630ed5987d6051dc46043db539ffd70df08c038a3e327a31bdf66"
+TABLE_SHA256: Final = "3d2dc8b7b98360dd425fd669771518360b6a057c8625428f073871a92e387a52"
 SOURCES_SHA256: Final = "20c394335b877d3726ae3555903d8a0a570ced4bd4e9be2449e823fb947e96f5"
 
 

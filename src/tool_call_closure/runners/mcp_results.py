@@ -23,6 +23,10 @@ embedded ``resource``, blob        an image part (image media types), a file par
 ``structuredContent``              a JSON part, with the tool's ``outputSchema`` when it listed one
 =================================  ====================================================================
 
+An image or a blob with no bytes is a *fallback* too (a part is never
+empty).  A result of more than :data:`~tool_call_closure.parts.MAX_PARTS`
+parts is not cut short: the call ends as an error saying so.
+
 A result that maps to one text part is recorded as that text (the text path,
 unchanged); one with no part at all as ``""``; any other as
 ``content([...])``.  Each *fallback* is also reported as a
@@ -55,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, final
 from tool_call_closure.parts import (
     FILE_MEDIA_TYPES,
     IMAGE_MEDIA_TYPES,
+    MAX_PARTS,
     FileInput,
     ImageInput,
     JsonInput,
@@ -91,10 +96,8 @@ class McpFallback:
 
 
 def _fallback_text(item_type: str, media_type: str, size: int, where: str) -> str:
-    return (
-        f"[{item_type} {where}({media_type}, {size} bytes of base64) not shown: "
-        f"no provider accepts {media_type} in a tool result]"
-    )
+    why = "it is empty" if size == 0 else f"no provider accepts {media_type} in a tool result"
+    return f"[{item_type} {where}({media_type}, {size} bytes of base64) not shown: {why}]"
 
 
 def _resource(item: EmbeddedResource) -> tuple[PartInput | None, str | None]:
@@ -105,9 +108,9 @@ def _resource(item: EmbeddedResource) -> tuple[PartInput | None, str | None]:
     if isinstance(text, str):
         return (TextInput(f"Resource {uri}:\n{text}") if text else TextInput(f"Resource {uri} (empty)")), None
     blob: str = getattr(resource, "blob", "")
-    if media_type in IMAGE_MEDIA_TYPES:
+    if media_type in IMAGE_MEDIA_TYPES and blob:
         return ImageInput(media_type=media_type, base64=blob), None
-    if media_type in FILE_MEDIA_TYPES:
+    if media_type in FILE_MEDIA_TYPES and blob:
         name = uri.rstrip("/").rsplit("/", 1)[-1] or "resource"
         return FileInput(name=name[:200], media_type=media_type, base64=blob), None
     return None, _fallback_text("resource", media_type, len(blob), f"{uri} ")
@@ -119,7 +122,7 @@ def _part_of(item: Any) -> tuple[PartInput | None, str | None]:
     if kind == "text":
         return (TextInput(item.text) if item.text else None), None
     if kind == "image":
-        if item.mime_type in IMAGE_MEDIA_TYPES:
+        if item.mime_type in IMAGE_MEDIA_TYPES and item.data:
             return ImageInput(media_type=item.mime_type, base64=item.data), None
         return None, _fallback_text("image", item.mime_type, len(item.data), "")
     if kind == "audio":
@@ -189,6 +192,8 @@ def outcome_of(
         return ""
     if len(parts) == 1 and isinstance(parts[0], TextInput):
         return parts[0].text
+    if len(parts) > MAX_PARTS:
+        raise ToolCallError(f"The MCP tool's result has {len(parts)} parts; a result holds at most {MAX_PARTS}.")
     return content(parts)
 
 
