@@ -157,3 +157,23 @@ def test_D26_a_durable_image_carries_the_option_only_when_set() -> None:
     edited["limits"]["textOnlyToolResults"] = False  # an unset flag is left out: false is not canonical
     with pytest.raises(ToolCallClosureError, match=r"limits\.textOnlyToolResults"):
         closure_of(edited)
+
+
+def test_D26_a_stored_closure_keeps_the_option_and_its_diagnostics(tmp_path: Any) -> None:
+    from tool_call_closure.durable import DurableClosure, SQLiteStore
+
+    store = SQLiteStore(tmp_path / "closures.db")
+    stored = DurableClosure.create(store, "d26", text_only_tool_results=True)
+    begun = stored.begin([{"id": "a", "name": "t"}, {"id": "b", "name": "t"}])
+    assert stored.succeed(begun.tokens["a"], IMAGE).accepted
+    assert stored.succeed(begun.tokens["b"], "text").accepted
+    reopened = DurableClosure(SQLiteStore(tmp_path / "closures.db"), "d26")
+    reopened.restore()  # a new process: the closure comes back from its image, the flag with it
+    snapshot = reopened.snapshot()
+    assert snapshot is not None
+    assert [to_json(d) for d in snapshot.diagnostics] == [_moved("a")]
+    again = reopened.begin([{"id": "c", "name": "t"}])
+    assert reopened.succeed(again.tokens["c"], IMAGE).accepted
+    after = reopened.snapshot()
+    assert after is not None
+    assert [to_json(d) for d in after.diagnostics] == [_moved("c", 2)]
