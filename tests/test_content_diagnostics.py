@@ -177,3 +177,43 @@ def test_D26_a_stored_closure_keeps_the_option_and_its_diagnostics(tmp_path: Any
     after = reopened.snapshot()
     assert after is not None
     assert [to_json(d) for d in after.diagnostics] == [_moved("c", 2)]
+
+
+@pytest.mark.parametrize(
+    ("options", "needed"),
+    [
+        ({"textOnlyToolResults": True}, True),
+        ({"textOnlyToolResults": False}, True),  # a subject without the capability would not read it at all
+        ({"textOnlyToolResults": None, "maxCalls": 3}, True),
+        ({"maxCalls": 3}, False),
+        (None, False),
+    ],
+)
+def test_D26_a_new_that_names_the_flag_requires_the_capability(options: Any, needed: bool) -> None:
+    from tool_call_closure.conformance.vectors import required_capabilities
+
+    new: dict[str, Any] = {"id": 1, "cmd": "new"} if options is None else {"id": 1, "cmd": "new", "options": options}
+    assert ("content-diagnostics" in required_capabilities([new])) is needed
+
+
+def test_D26_a_subject_without_the_capability_ignores_the_option_as_an_unknown_key() -> None:
+    import io
+
+    from tool_call_closure.conformance.serve import Server
+
+    image = {"$parts": [{"type": "image", "mediaType": "image/png", "url": "https://e.com/a.png"}]}
+    lines = [
+        {"id": 1, "cmd": "new", "options": {"textOnlyToolResults": True}},
+        {"id": 2, "cmd": "call", "method": "begin", "args": [[{"id": "a", "name": "t"}]]},
+        {"id": 3, "cmd": "call", "method": "succeed", "args": [{"$handle": 1}, "a", image]},
+        {"id": 4, "cmd": "call", "method": "snapshot", "args": []},
+    ]
+    answers = {}
+    for capabilities in (("content-parts",), ("content-parts", "content-diagnostics")):
+        out = io.BytesIO()
+        server = Server(out, capabilities=capabilities)
+        for line in lines:
+            server.handle_line(json.dumps(line))
+        answers[capabilities] = json.loads(out.getvalue().decode().splitlines()[-1])["ok"]["diagnostics"]
+    assert answers[("content-parts",)] == []  # OPT-3: an unknown key, as the original reads it
+    assert answers[("content-parts", "content-diagnostics")] == [json.loads(_moved("a"))]
