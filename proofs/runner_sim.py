@@ -59,6 +59,7 @@ from tool_call_closure import Snapshot, ToolCallClosure
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners import AbortSignal, BatchRun, LateResult
 from tool_call_closure.runners.asyncio_runner import run_on_loop
+from tool_call_closure.runners.options import RunOptions
 from tool_call_closure.runners.thread_runner import ThreadPlatform, run_in_threads
 
 _MARKER = re.compile(r"m\d+x\d+")
@@ -120,15 +121,16 @@ def _calls(scenario: Scenario) -> list[ToolCall]:
     return [ToolCall(f"c{i}", f"tool{i}", {}, "{}", None, "sim") for i in range(len(scenario.behaviours))]
 
 
-def _options(scenario: Scenario, run: Execution, abort: AbortSignal) -> dict[str, Any]:
-    """The runner options both runners take, as the scenario sets them."""
-    return {
-        "call_timeout": CALL_TIMEOUT if scenario.call_timeout else None,
-        "deadline": DEADLINE if scenario.deadline else None,
-        "max_concurrency": scenario.max_concurrency,
-        "abort": abort,
-        "on_late": run.late.append,
-    }
+def _options(scenario: Scenario, run: Execution, abort: AbortSignal) -> RunOptions:
+    """The runner options both runners take, as the scenario sets them (``cancel_grace`` is the asyncio runner's)."""
+    return RunOptions.checked(
+        call_timeout=CALL_TIMEOUT if scenario.call_timeout else None,
+        deadline=DEADLINE if scenario.deadline else None,
+        max_concurrency=scenario.max_concurrency,
+        cancel_grace=CANCEL_GRACE,
+        abort=abort,
+        on_late=run.late.append,
+    )
 
 
 def _disturb(world: AsyncWorld | ThreadWorld, scenario: Scenario, run: Execution, abort: AbortSignal) -> None:
@@ -172,8 +174,7 @@ def execute_asyncio(scenario: Scenario, world: AsyncWorld) -> Execution:
                 run.closure,
                 _calls(scenario),
                 tools,
-                cancel_grace=CANCEL_GRACE,
-                **_options(scenario, run, abort),
+                options=_options(scenario, run, abort),
             )
         )
         if "cancel" in scenario.disturbances:
@@ -220,7 +221,7 @@ def execute_threads(scenario: Scenario, world: ThreadWorld) -> Execution:
             run.closure,
             _calls(scenario),
             tools,
-            **_options(scenario, run, abort),
+            options=_options(scenario, run, abort),
         )
     except (Stuck, Runaway):
         raise

@@ -34,7 +34,9 @@ settings.register_profile(
     stateful_step_count=30,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("dev", max_examples=100, deadline=None, stateful_step_count=30)
+# The test command a newcomer runs (no CI variable) draws 40 examples per property; CI (CI=true, .ci/run)
+# draws 100; HYPOTHESIS_PROFILE=long draws 5,000.  Tests that fix their own max_examples keep it everywhere.
+settings.register_profile("dev", max_examples=40, deadline=None, stateful_step_count=30)
 settings.register_profile(
     "long",
     max_examples=5000,

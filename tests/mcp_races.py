@@ -35,13 +35,14 @@ from tool_call_closure import ToolCallClosure
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners import AbortSignal, LateResult
 from tool_call_closure.runners.mcp_tools import McpServer, connect, run_mcp_tool_calls
+from tool_call_closure.runners.mcp_wire import PassThroughReceiveStream
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 BATCH = 50
 SCENARIOS = ("complete_first", "cancel_first", "never_answered", "free")
 
 
-class Hold:
+class Hold(PassThroughReceiveStream):
     """The client transport's read stream, passing every message on except the ``gate`` answers it is told to hold.
 
     A pump task reads the transport and queues what passes; a held answer is queued when :meth:`release` says so.
@@ -50,16 +51,13 @@ class Hold:
     _END = object()
 
     def __init__(self, stream: Any) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self.hold: set[str] = set()
         self.parked: dict[str, Any] = {}
         self.received: Counter[str] = Counter()
         self.changed = asyncio.Event()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
     @staticmethod
     def token_of(item: Any) -> str | None:
@@ -103,27 +101,10 @@ class Hold:
         self.parked.clear()
         changed.set()
 
-    def __aiter__(self) -> Hold:
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         if self._pump is not None:
             self._pump.cancel()
-        await self._stream.aclose()
-
-    async def __aenter__(self) -> Hold:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        await super().aclose()
 
 
 @dataclass

@@ -217,8 +217,21 @@ def _missing_anthropic(uses: list[str], answered: list[str], index: int) -> None
         )
 
 
-def check_gemini(contents: list[dict[str, Any]]) -> None:
-    """Gemini: a turn answering function calls has exactly as many function responses as the turn before had calls."""
+_MEDIA_PARTS = ("inlineData", "inline_data", "fileData", "file_data")
+
+
+def _siblings(parts: list[dict[str, Any]]) -> int:
+    """How many media parts a turn has beside its function responses (Gemini 2.x counts them as responses)."""
+    return sum(1 for part in parts if any(key in part for key in _MEDIA_PARTS))
+
+
+def check_gemini(contents: list[dict[str, Any]], *, gemini_2: bool = False) -> None:
+    """Gemini: a turn answering function calls has exactly as many function responses as the turn before had calls.
+
+    On Gemini 2.x (``gemini_2``: a model whose name is not ``gemini-3…``) media sent beside the function responses,
+    as sibling ``inlineData`` / ``fileData`` parts of the answering turn, count as response parts: the count check
+    fails with the same text (gemini-cli#16135; field-notes A3).
+    """
     count = (
         "Please ensure that the number of function response parts is equal to the number of function call "
         "parts of the function call turn."
@@ -231,7 +244,9 @@ def check_gemini(contents: list[dict[str, Any]]) -> None:
         called = [p["functionCall"] for p in before if "functionCall" in p]
         after = (contents[index + 1].get("parts") or []) if index + 1 < len(contents) else []
         answered = [p["functionResponse"] for p in after if "functionResponse" in p]
-        if (calls and len(answered) != len(calls)) or (responses and len(responses) != len(called)):
+        counted = len(answered) + (_siblings(after) if gemini_2 and answered else 0)
+        counting = len(responses) + (_siblings(parts) if gemini_2 and responses else 0)
+        if (calls and counted != len(calls)) or (responses and counting != len(called)):
             raise StubRefusalError(count)
         for call, response in zip(calls, answered, strict=False):
             if call.get("name") != response.get("name"):  # STUB: not in providers.md
@@ -443,7 +458,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return _Streamed(turn, _anthropic_stream(stub, body, turn))
             return _anthropic_body(stub, body, turn)
         if provider == "gemini":
-            check_gemini(body["contents"])
+            check_gemini(body["contents"], gemini_2="gemini-3" not in path)
             turn = stub._next_turn(provider)
             response_id = stub._next_id("gresp")
             if ":stream" in path:

@@ -23,6 +23,11 @@ rules:
   name of letters, digits, single spaces, hyphens, parentheses and brackets,
   bytes); a model whose id has ``no-media`` refuses images and documents in a
   tool result.
+
+The tests that send results with content parts through a real SDK client to
+the stub share :data:`STUB_CASES` (each provider with the model the stub
+judges and the export options that model needs), :func:`send_results` and
+:func:`strings_in`.
 """
 
 from __future__ import annotations
@@ -32,7 +37,10 @@ import binascii
 import re
 from typing import Any
 
-__all__ = ["ContentRefusalError", "check_content"]
+from tool_call_closure import Snapshot, ToolCallClosure
+from tool_call_closure.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+
+__all__ = ["STUB_CASES", "ContentRefusalError", "check_content", "send_results", "strings_in"]
 
 _IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 _GEMINI_3 = {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
@@ -221,3 +229,47 @@ def check_content(provider: str, path: str, body: dict[str, Any]) -> None:
         _gemini(path, body)
     elif provider == "bedrock":
         _bedrock(path, body)
+
+
+STUB_CASES: list[tuple[str, str | None, dict[str, Any]]] = [
+    ("openai_chat", None, {}),
+    ("openai_responses", None, {}),
+    ("anthropic", None, {}),
+    ("gemini", "gemini-3-pro-preview", {"family": "gemini-3"}),
+    ("gemini", "gemini-2.5-flash", {"family": "gemini-2"}),
+    ("bedrock", "stub.model", {"media": True}),
+    ("bedrock", "stub.no-media", {"media": False}),
+]
+"""(provider, the model the conversation asks for — ``None``: its default —, the export options that model needs)."""
+
+
+def send_results(
+    provider: str, conversation: Any, closure: ToolCallClosure, snapshot: Snapshot, **options: Any
+) -> None:
+    """Export ``snapshot``'s results for ``provider`` (with ``options``), send them in ``conversation`` (a
+    ``tests/conversations.py`` one, after its tool-calling turn), and check the stub took the request."""
+    turn = conversation.turn
+    if provider == "openai_chat":
+        tool = closure.to_openai_chat_completions(snapshot)
+        conversation.messages.extend(openai_chat.next_messages(turn, tool, media_from=snapshot))
+    elif provider == "openai_responses":
+        conversation.items.extend(openai_responses.next_input(turn, closure.to_openai_responses(snapshot)))
+    elif provider == "anthropic":
+        conversation.messages.extend(anthropic.next_messages(turn, closure.to_anthropic_tool_results(snapshot)))
+    elif provider == "gemini":
+        responses = closure.to_gemini_function_responses(snapshot, **options)
+        conversation.contents.extend(gemini.next_contents(turn, responses, **options))
+    else:
+        results = closure.to_bedrock_tool_results(snapshot, **options)
+        conversation.messages.extend(bedrock.next_messages(turn, results, **options))
+    reply = conversation._create() if provider in ("gemini", "bedrock") else conversation._create(False)
+    assert reply.calls == ()  # the model's final turn: the stub took the request
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every string in a request body (JSON values), depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [text for item in value for text in strings_in(item)] if isinstance(value, list) else []

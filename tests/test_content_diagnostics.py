@@ -118,7 +118,7 @@ def test_D26_the_option_is_true_or_false_and_a_bad_value_names_it(value: object)
     with pytest.raises(UsageError) as info:
         ToolCallClosure(text_only_tool_results=value)  # type: ignore[arg-type]
     assert info.value.code == "option_not_flag"
-    assert str(info.value) == "textOnlyToolResults must be true or false"
+    assert str(info.value) == "textOnlyToolResults must be a boolean"
     with pytest.raises(UsageError, match="maxCalls must be a positive safe integer"):  # the limits come first
         ToolCallClosure(max_calls=0, text_only_tool_results=value)  # type: ignore[arg-type]
 

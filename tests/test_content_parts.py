@@ -21,7 +21,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
@@ -206,40 +206,33 @@ def strict(kind: Any, value: Any) -> None:
     assert _known_keys(kind, value), value
 
 
+def _each_strict(kind: Any, values: Iterable[Any]) -> list[Any]:
+    """``values``, each checked by :func:`strict` against ``kind``."""
+    checked = list(values)
+    for value in checked:
+        strict(kind, value)
+    return checked
+
+
 def _validate_chat(closure: ToolCallClosure, snapshot: Snapshot) -> list[Any]:
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolMessageParam
 
-    payload = closure.to_openai_chat_completions(snapshot)
-    for item in payload:
-        strict(ChatCompletionToolMessageParam, item)
-    messages = openai_chat.next_messages(CALLS, payload, media_from=snapshot)
-    for message in messages:
-        strict(ChatCompletionMessageParam, message)
-    return messages
+    payload = _each_strict(ChatCompletionToolMessageParam, closure.to_openai_chat_completions(snapshot))
+    return _each_strict(ChatCompletionMessageParam, openai_chat.next_messages(CALLS, payload, media_from=snapshot))
 
 
 def _validate_responses(closure: ToolCallClosure, snapshot: Snapshot) -> list[Any]:
     from openai.types.responses.response_input_item_param import FunctionCallOutput, ResponseInputItemParam
 
-    payload = closure.to_openai_responses(snapshot)
-    for item in payload:
-        strict(FunctionCallOutput, item)
-    items = openai_responses.next_input(CALLS, payload)
-    for item in items:
-        strict(ResponseInputItemParam, item)
-    return items
+    payload = _each_strict(FunctionCallOutput, closure.to_openai_responses(snapshot))
+    return _each_strict(ResponseInputItemParam, openai_responses.next_input(CALLS, payload))
 
 
 def _validate_anthropic(closure: ToolCallClosure, snapshot: Snapshot) -> list[Any]:
     from anthropic.types import MessageParam, ToolResultBlockParam
 
-    payload = closure.to_anthropic_tool_results(snapshot)
-    for item in payload:
-        strict(ToolResultBlockParam, item)
-    messages = anthropic.next_messages(CALLS, payload)
-    for message in messages:
-        strict(MessageParam, message)
-    return messages
+    payload = _each_strict(ToolResultBlockParam, closure.to_anthropic_tool_results(snapshot))
+    return _each_strict(MessageParam, anthropic.next_messages(CALLS, payload))
 
 
 def _gemini_with(family: Any) -> Callable[[ToolCallClosure, Snapshot], list[Any]]:
@@ -348,6 +341,24 @@ def test_D22_preflights_refuse_media_where_the_model_refuses_them_and_say_why() 
         closure.to_gemini_function_responses(snapshot, family="gemini-1")  # type: ignore[arg-type]
     with pytest.raises(UsageError):
         closure.to_bedrock_tool_results(snapshot, media="no")  # type: ignore[arg-type]
+
+
+def test_D22_gemini_2_preflight_refuses_media_beside_the_function_responses() -> None:
+    # Gemini 2.x counts a media part beside the function responses as a response part and fails its count check
+    # (gemini-cli#16135): the preflight says so, with the API's text, before the request is sent.
+    closure, snapshot = settled(content(["see", KINDS["image_bytes"]]))
+    turn = {"role": "model", "parts": [{"function_call": {"id": c.id, "name": c.name, "args": {}}} for c in CALLS]}
+    responses = closure.to_gemini_function_responses(snapshot, family="gemini-2")
+    contents: list[Any] = list(gemini.next_contents(turn, responses, family="gemini-2"))  # the library's: passes
+    sibling = {"inline_data": {"mime_type": "image/png", "data": b"\x89PNG"}}
+    contents[-1] = {"role": "user", "parts": [*contents[-1]["parts"], sibling]}
+    with pytest.raises(ProviderRuleError, match="number of function response parts") as refused:
+        gemini.check_contents(contents, family="gemini-2")
+    assert refused.value.index == 1
+    assert "contents[1].parts[2]: inline_data beside function responses" in str(refused.value)
+    gemini.check_contents(contents)  # Gemini 3's rule is another matter: not refused here
+    media_alone = [{"role": "user", "parts": [sibling]}]
+    gemini.check_contents(media_alone, family="gemini-2")  # media in a user turn that answers no call: fine
 
 
 def _bedrock_turn() -> dict[str, Any]:

@@ -17,8 +17,9 @@ import pytest
 
 from conversations import CONVERSATIONS, BedrockConversation, GeminiConversation, RefusedError
 from provider_stub import Call, ProviderStub, Turn
+from stub_content import STUB_CASES, send_results, strings_in
 from tool_call_closure import FileInput, ImageInput, JsonInput, Snapshot, ToolCallClosure, content
-from tool_call_closure.providers import Ingested, anthropic, bedrock, gemini, openai_chat, openai_responses
+from tool_call_closure.providers import Ingested, bedrock, gemini, openai_chat
 from tool_call_closure.providers.parts_render import content_fallbacks
 
 pytestmark = pytest.mark.slow  # a server and five SDK clients
@@ -98,55 +99,17 @@ def _start(stub: ProviderStub, provider: str, model: str | None = None) -> tuple
     return conversation, closure, snapshot
 
 
-def _send(provider: str, conversation: Any, closure: ToolCallClosure, snapshot: Snapshot, **options: Any) -> None:
-    turn = conversation.turn
-    if provider == "openai_chat":
-        tool = closure.to_openai_chat_completions(snapshot)
-        conversation.messages.extend(openai_chat.next_messages(turn, tool, media_from=snapshot))
-    elif provider == "openai_responses":
-        conversation.items.extend(openai_responses.next_input(turn, closure.to_openai_responses(snapshot)))
-    elif provider == "anthropic":
-        conversation.messages.extend(anthropic.next_messages(turn, closure.to_anthropic_tool_results(snapshot)))
-    elif provider == "gemini":
-        responses = closure.to_gemini_function_responses(snapshot, **options)
-        conversation.contents.extend(gemini.next_contents(turn, responses, **options))
-    else:
-        results = closure.to_bedrock_tool_results(snapshot, **options)
-        conversation.messages.extend(bedrock.next_messages(turn, results, **options))
-    reply = conversation._create() if provider in ("gemini", "bedrock") else conversation._create(False)
-    assert reply.calls == ()  # the model's final turn: the stub took the request
-
-
-CASES = [
-    ("openai_chat", None, {}),
-    ("openai_responses", None, {}),
-    ("anthropic", None, {}),
-    ("gemini", "gemini-3-pro-preview", {"family": "gemini-3"}),
-    ("gemini", "gemini-2.5-flash", {"family": "gemini-2"}),
-    ("bedrock", "stub.model", {"media": True}),
-    ("bedrock", "stub.no-media", {"media": False}),
-]
-
-
-@pytest.mark.parametrize(("provider", "model", "options"), CASES)
+@pytest.mark.parametrize(("provider", "model", "options"), STUB_CASES)
 def test_D22_every_export_of_every_part_kind_is_taken_by_the_provider_stub(
     stub: ProviderStub, provider: str, model: str | None, options: dict[str, Any]
 ) -> None:
     conversation, closure, snapshot = _start(stub, provider, model)
-    _send(provider, conversation, closure, snapshot, **options)
+    send_results(provider, conversation, closure, snapshot, **options)
     assert stub.refusals() == []
     name = provider
-    sent = _strings(stub.requests[-1].body)
+    sent = strings_in(stub.requests[-1].body)
     for fallback in content_fallbacks(snapshot, name, **options):
         assert any(fallback.why in text for text in sent)  # the note the model reads
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    return [text for item in value for text in _strings(item)] if isinstance(value, list) else []
 
 
 @pytest.mark.parametrize(
@@ -161,7 +124,7 @@ def test_D22_without_the_option_the_model_refuses_the_media(
 ) -> None:
     conversation, closure, snapshot = _start(stub, provider, model)
     with pytest.raises(RefusedError, match=refused):
-        _send(provider, conversation, closure, snapshot)
+        send_results(provider, conversation, closure, snapshot)
 
 
 def test_D22_chat_media_in_a_tool_message_is_refused_by_the_stub(stub: ProviderStub) -> None:
@@ -172,3 +135,39 @@ def test_D22_chat_media_in_a_tool_message_is_refused_by_the_stub(stub: ProviderS
     conversation.messages.extend(naive)
     with pytest.raises(RefusedError, match="a tool message takes only 'text' parts"):
         conversation._create(False)
+
+
+COUNT_CHECK = (
+    "Please ensure that the number of function response parts is equal to the number of function call parts "
+    "of the function call turn."
+)
+
+
+def test_D22_gemini_2_media_beside_the_function_responses_break_the_count_and_the_gemini_2_export_passes(
+    stub: ProviderStub,
+) -> None:
+    # Gemini 2.x has no media in a function response; sending them as sibling inline_data / file_data parts of the
+    # answering Content (gemini-cli#16135) is refused with the count check's text, not a content rule of the stub.
+    conversation, closure, snapshot = _start(stub, "gemini", "gemini-2.5-flash")
+    multimodal: list[Any] = [dict(part) for part in closure.to_gemini_function_responses(snapshot)]  # gemini-3
+    siblings: list[dict[str, Any]] = []
+    for index, part in enumerate(multimodal):
+        response = dict(part["function_response"])
+        for media in response.pop("parts", []):
+            inline = media.get("inline_data")
+            if inline is not None:  # a Part's Blob: no display_name in the Gemini API
+                siblings.append({"inline_data": {"mime_type": inline["mime_type"], "data": inline["data"]}})
+            else:
+                siblings.append(dict(media))
+        multimodal[index] = {"function_response": response}
+    assert len(siblings) == 4
+    naive = gemini.next_contents(conversation.turn, multimodal, family="gemini-2")  # the preflight sees no parts
+    naive[-1]["parts"].extend(siblings)
+    conversation.contents.extend(naive)
+    with pytest.raises(RefusedError) as refused:
+        conversation._create()
+    assert refused.value.message == COUNT_CHECK
+    assert not refused.value.message.startswith("STUB:")  # the provider's own text
+    del conversation.contents[-len(naive) :]
+    send_results("gemini", conversation, closure, snapshot, family="gemini-2")  # a note per media part: taken
+    assert [r.status for r in stub.requests[-2:]] == [400, 200]

@@ -65,7 +65,7 @@ from tool_call_closure import (
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 THREADS = 8
-HISTORIES = 2000 if LONG else 120  # the fast tier; the slow tier checks 1,000 (test_…_many_histories)
+HISTORIES = 2000 if LONG else 40  # the fast tier; the slow tier checks 1,000 (test_…_many_histories)
 OPS_PER_THREAD = (4, 6)
 IDS = ("a", "b", "c", "d")
 EXPORTS = ("to_openai_chat_completions", "to_openai_responses", "to_anthropic_tool_results")

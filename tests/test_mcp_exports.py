@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+from collections.abc import Iterable
 from typing import Any, get_args
 
 import botocore.session
@@ -31,9 +32,9 @@ from typing_extensions import is_typeddict
 
 from mcp_shapes import SHAPES
 from provider_stub import check_anthropic, check_bedrock, check_chat, check_gemini, check_responses
-from stub_content import check_content
+from stub_content import STUB_CASES, check_content, send_results, strings_in
 from test_sdk_payloads import _BedrockMessage
-from tool_call_closure import Snapshot, ToolCallClosure
+from tool_call_closure import BatchHandle, Snapshot, ToolCallClosure
 from tool_call_closure.parts import FilePart, ImagePart, JsonPart, TextPart, ToolContent
 from tool_call_closure.providers import ToolCall, anthropic, bedrock, gemini, openai_chat, openai_responses
 from tool_call_closure.providers.parts_render import content_fallbacks
@@ -49,15 +50,6 @@ EXPORTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("bedrock", {}),
     ("bedrock", {"media": False}),
 )
-STUB_CASES = [
-    ("openai_chat", None, {}),
-    ("openai_responses", None, {}),
-    ("anthropic", None, {}),
-    ("gemini", "gemini-3-pro-preview", {"family": "gemini-3"}),
-    ("gemini", "gemini-2.5-flash", {"family": "gemini-2"}),
-    ("bedrock", "stub.model", {"media": True}),
-    ("bedrock", "stub.no-media", {"media": False}),
-]
 SCHEMA = {"type": "object", "properties": {"temperature": {"type": "number"}, "unit": {"type": "string"}}}
 USER = "What is the weather?"
 
@@ -80,19 +72,25 @@ def _tool(name: str) -> mcp_types.Tool:
     return mcp_types.Tool(name=name, input_schema={"type": "object"}, output_schema=schema)
 
 
-@functools.cache
-def _recorded(shape: str) -> tuple[ToolCallClosure, Snapshot, ToolCall, tuple[McpFallback, ...]]:
-    """The shape as the MCP runner records it: the mapped value, or the error the server reported."""
-    call = ToolCall(f"call_{shape}", shape, {}, "{}")
-    closure = ToolCallClosure()
-    handle = closure.begin([call]).handle
-    fallbacks: list[McpFallback] = []
+def _record(closure: ToolCallClosure, handle: BatchHandle, call: ToolCall, fallbacks: list[McpFallback]) -> None:
+    """The answer of the shape ``call.name`` as the MCP runner records it: the mapped value, or the error the server
+    reported."""
     try:
-        value = outcome_of(SHAPES[shape], _tool(shape), call_id=call.id, on_fallback=fallbacks.append)
+        value = outcome_of(SHAPES[call.name], _tool(call.name), call_id=call.id, on_fallback=fallbacks.append)
     except ToolCallError as error:
         closure.fail(handle, call.id, error.message, error.code)
     else:
         closure.succeed(handle, call.id, value)
+
+
+@functools.cache
+def _recorded(shape: str) -> tuple[ToolCallClosure, Snapshot, ToolCall, tuple[McpFallback, ...]]:
+    """The shape recorded as the MCP runner records it, in a sealed batch of its own."""
+    call = ToolCall(f"call_{shape}", shape, {}, "{}")
+    closure = ToolCallClosure()
+    handle = closure.begin([call]).handle
+    fallbacks: list[McpFallback] = []
+    _record(closure, handle, call, fallbacks)
     snapshot = closure.seal(handle)
     assert isinstance(snapshot, Snapshot)
     return closure, snapshot, call, tuple(fallbacks)
@@ -104,13 +102,17 @@ def _bytes_as_base64(value: object) -> str:
     raise TypeError(type(value).__name__)
 
 
+def _each_valid(kind: Any, values: Iterable[Any]) -> list[Any]:
+    """``values``, each checked by :func:`_validate` against ``kind``."""
+    checked = list(values)
+    for value in checked:
+        _validate(kind, value)
+    return checked
+
+
 def _chat(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCall, ...]) -> list[Any]:
-    results = closure.to_openai_chat_completions(snapshot)
-    for item in results:
-        _validate(ChatCompletionToolMessageParam, item)
-    messages: list[Any] = list(openai_chat.next_messages(calls, results, media_from=snapshot))
-    for message in messages:
-        _validate(ChatCompletionMessageParam, message)
+    results = _each_valid(ChatCompletionToolMessageParam, closure.to_openai_chat_completions(snapshot))
+    messages = _each_valid(ChatCompletionMessageParam, openai_chat.next_messages(calls, results, media_from=snapshot))
     conversation = [{"role": "user", "content": USER}, *messages]
     check_content("openai_chat", "/v1/chat/completions", {"model": "gpt-4.1", "messages": conversation})
     check_chat(conversation)
@@ -118,21 +120,15 @@ def _chat(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCall, .
 
 
 def _responses(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCall, ...]) -> list[Any]:
-    outputs = closure.to_openai_responses(snapshot)
-    for item in outputs:
-        _validate(FunctionCallOutput, item)
-    items = list(openai_responses.next_input(calls, outputs))
-    for item in items:
-        _validate(ResponseInputItemParam, item)
+    outputs = _each_valid(FunctionCallOutput, closure.to_openai_responses(snapshot))
+    items = _each_valid(ResponseInputItemParam, openai_responses.next_input(calls, outputs))
     check_content("openai_responses", "/v1/responses", {"model": "gpt-4.1", "input": items})
     check_responses(items)
     return items
 
 
 def _anthropic(closure: ToolCallClosure, snapshot: Snapshot, calls: tuple[ToolCall, ...]) -> list[Any]:
-    results = closure.to_anthropic_tool_results(snapshot)
-    for item in results:
-        _validate(ToolResultBlockParam, item)
+    results = _each_valid(ToolResultBlockParam, closure.to_anthropic_tool_results(snapshot))
     messages = list(anthropic.next_messages(calls, results))
     for message in messages:
         _adapter(MessageParam).validate_python(message, strict=True)
@@ -275,7 +271,7 @@ def test_every_mcp_shape_through_the_real_sdk_client_is_taken_by_the_provider_st
 ) -> None:
     from conversations import CONVERSATIONS
     from provider_stub import Call, ProviderStub, Turn
-    from test_content_parts_stub import IDS, ModelBedrock, ModelGemini, _send, _strings
+    from test_content_parts_stub import IDS, ModelBedrock, ModelGemini
 
     prefix = IDS[provider]
     calls = tuple(Call(None if prefix is None else f"{prefix}{name}", name) for name in SHAPES)
@@ -290,16 +286,11 @@ def test_every_mcp_shape_through_the_real_sdk_client_is_taken_by_the_provider_st
         handle = closure.begin(ingested.calls).handle
         fallbacks: list[McpFallback] = []
         for tool_call in ingested.calls:
-            try:
-                value = outcome_of(SHAPES[tool_call.name], _tool(tool_call.name), on_fallback=fallbacks.append)
-            except ToolCallError as error:
-                closure.fail(handle, tool_call.id, error.message, error.code)
-            else:
-                closure.succeed(handle, tool_call.id, value)
+            _record(closure, handle, tool_call, fallbacks)
         snapshot = closure.seal(handle)
         assert isinstance(snapshot, Snapshot)
-        _send(provider, conversation, closure, snapshot, **options)
+        send_results(provider, conversation, closure, snapshot, **options)
         assert stub.refusals() == []
-        sent = "\n".join(_strings(stub.requests[-1].body))
+        sent = "\n".join(strings_in(stub.requests[-1].body))
     for note in [f.why for f in content_fallbacks(snapshot, provider, **options)] + [f.text for f in fallbacks]:
         assert note in sent  # what the model reads where a part could not go natively

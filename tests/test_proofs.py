@@ -292,6 +292,7 @@ def test_bfs_check_finds_a_commit_written_in_place(runs: Runs) -> None:
     assert "before its install but changed the state" in out, out
 
 
+@pytest.mark.slow  # a check of the checker's two modes; the fast tier runs the check itself
 def test_bfs_check_by_replay_explores_exactly_what_cloning_explores(runs: Runs) -> None:
     counts = {}
     for mode in ("replay", "clone"):

@@ -32,6 +32,7 @@ from tool_call_closure.runners import (
     run_tool_calls_in_threads,
 )
 from tool_call_closure.runners.asyncio_runner import run_on_loop
+from tool_call_closure.runners.options import RunOptions
 from tool_call_closure.runners.thread_runner import SYSTEM, ThreadPlatform, run_in_threads
 
 NEVER = 60.0
@@ -245,7 +246,11 @@ def test_item_5_threads_an_interrupt_at_any_step_ends_the_batch_before_it_propag
     closure = ToolCallClosure()
     with pytest.raises(KeyboardInterrupt):
         run_in_threads(
-            _interrupting(at), closure, [call("c1", "t"), call("c2", "t")], {"t": lambda: "ok"}, deadline=NEVER
+            _interrupting(at),
+            closure,
+            [call("c1", "t"), call("c2", "t")],
+            {"t": lambda: "ok"},
+            options=RunOptions.checked(deadline=NEVER),
         )
     snapshot = closure.snapshot()
     assert snapshot is not None
@@ -259,7 +264,13 @@ def test_item_5_threads_an_interrupt_at_any_step_ends_the_batch_before_it_propag
 def test_item_5_threads_an_exception_escaping_the_delivery_in_a_worker_still_gives_the_call_an_outcome() -> None:
     """Not the supervising thread's interrupt but the worker's: what escapes the runner's own delivery step."""
     closure = ToolCallClosure()
-    report = run_in_threads(_interrupting("deliver"), closure, [call("c1", "t")], {"t": lambda: "ok"}, deadline=NEVER)
+    report = run_in_threads(
+        _interrupting("deliver"),
+        closure,
+        [call("c1", "t")],
+        {"t": lambda: "ok"},
+        options=RunOptions.checked(deadline=NEVER),
+    )
     assert report.ending == "completed"
     state, code, text = settled(report.snapshot, "c1")
     assert (state, code) == ("error", "tool_error")
@@ -310,7 +321,13 @@ def test_item_7_asyncio_superseded_while_the_runner_closes_reports_superseded_wi
         return "never"
 
     report = asyncio.run(
-        run_on_loop(checkpoint, closure, [call("c1", "t")], {"t": hangs}, deadline=0.01, cancel_grace=0)
+        run_on_loop(
+            checkpoint,
+            closure,
+            [call("c1", "t")],
+            {"t": hangs},
+            options=RunOptions.checked(deadline=0.01, cancel_grace=0),
+        )
     )
     assert isinstance(report, BatchRun)
     assert report.ending == "superseded"

@@ -108,7 +108,14 @@ def test_every_planted_bug_has_a_case_here() -> None:
     assert set(PLANTED) == set(MUTANTS)
 
 
-@pytest.mark.parametrize("mutant", sorted(PLANTED))
+# Found with two calls (about 5 s quiet): the slow tier runs it, the fast tier the other planted bugs.
+SLOW_PLANTED = {"timer-cancels-twice"}
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [pytest.param(mutant, marks=pytest.mark.slow) if mutant in SLOW_PLANTED else mutant for mutant in sorted(PLANTED)],
+)
 def test_the_simulation_finds_the_planted_bug(mutant: str) -> None:
     arguments, says = PLANTED[mutant]
     if "--calls" not in arguments:

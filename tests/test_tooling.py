@@ -48,6 +48,7 @@ def test_the_wheel_ships_the_table_the_adapter_and_the_type_marker(tmp_path: Pat
     assert "tool-call-closure = tool_call_closure.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
+@pytest.mark.slow  # builds and installs a wheel in a new virtual environment
 def test_an_installed_wheel_runs_conform_with_no_arguments(tmp_path: Path) -> None:
     """The README's main command works from a plain (non-editable) install: the vectors ship in the wheel."""
     wheels = tmp_path / "wheels"

@@ -57,6 +57,14 @@ def test_the_frozen_v1_subject_refuses_the_later_additions_as_v1_did() -> None:
     for method in ("toGeminiFunctionResponses", "toBedrockToolResults", "turnToken"):
         (answer,) = subject.send({"id": 3, "cmd": "call", "method": method})
         assert answer["error"] == {"kind": "ProtocolError", "message": f"unknown method {method!r}"}
+    # export-options: v1 ignores an argument beyond a method's parameters, an export's options included
+    subject.send({"id": 6, "cmd": "call", "method": "close", "args": [{"$handle": 1}]})
+    plain, given = (
+        subject.send({"id": 7, "cmd": "call", "method": "toAnthropicToolResults", "args": [{"$snapshot": 6}, *extra]})
+        for extra in ([], [{"media": "not an option"}])
+    )
+    assert given == plain
+    assert "ok" in plain[0]
     (tampered,) = subject.send({"id": 4, "cmd": "tamper", "target": 2})
     assert tampered["error"]["kind"] == "ProtocolError"
     (hooked,) = subject.send({"id": 5, "cmd": "call", "method": "cancel", "args": [{"$handle": 1}, {"$hook": {}}]})

@@ -12,6 +12,7 @@ module             what it does
 ``serve``          the reference itself as a protocol v1 subject
 ``wire``           the protocol's lines: numbers as doubles, the nesting bound
 ``parts_wire``     the ``$parts`` tag: content parts over the protocol (capability ``content-parts``, D22)
+``export_options`` an export's options over the protocol (capability ``export-options``, D22)
 ``subject``        subjects: in process, or a subprocess speaking the protocol
 ``vectors``        load the vectors of ``spec/vectors/``; regenerate or check them
 ``runner``         run vectors against a subject, step by step, within timeouts

@@ -45,6 +45,7 @@ from tool_call_closure import __version__
 from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
+from tool_call_closure.conformance.export_options import export_keywords, split_options
 from tool_call_closure.conformance.parts_wire import PARTS_TAG, decode_parts, new_options, response_json
 from tool_call_closure.conformance.serve_agents import Agents, LockedOutput
 from tool_call_closure.conformance.wire import MAX_DEPTH, MAX_SAFE, may_nest_deeper, nesting_depth, parse_request_line
@@ -83,6 +84,7 @@ CAPABILITIES: Final = (
     "undefined-properties",
     "agents",
     "content-parts",
+    "export-options",
     "content-diagnostics",
 )
 # The methods that exist only for a subject with a capability: without it they are unknown (ProtocolError).
@@ -169,7 +171,6 @@ class Hook:
 
 
 # ---------------------------------------------------------------------- the text of a returned value
-#
 # Most values a call returns are trees of the library's value types (Snapshot, Accepted, BeginResult, …) whose
 # ``__json__`` forms hold only strings, booleans, null, safe integers, further value objects and lists of those.
 # For such a tree json_stringify (closure.to_json) does what json's C encoder does with ``default`` returning
@@ -415,8 +416,7 @@ class Server:
         if type(version) is not int or version != PROTOCOL_VERSION:
             raise RequestError(f"unsupported protocol {to_json(version)}; this subject speaks 1")
         response = {"protocol": PROTOCOL_VERSION, "implementation": IMPLEMENTATION, "capabilities": self.capabilities}
-        body = to_json(response)
-        self._write_line('{"id":' + to_json(request_id) + "," + body[1:] + "\n")
+        self._write_line('{"id":' + to_json(request_id) + "," + to_json(response)[1:] + "\n")
 
     def _new(self, request_id: Any, request: dict[str, Any]) -> None:
         self._closure = None
@@ -443,7 +443,7 @@ class Server:
     def _call(self, request_id: Any, request: dict[str, Any], depth: int) -> None:
         closure = self._closure
         method = request.get("method")
-        raw_args = request.get("args", [])
+        raw_args, options = split_options(method, request.get("args", []), self.capabilities)  # export-options
         problem = (
             "no current instance: send new first"
             if closure is None
@@ -478,7 +478,7 @@ class Server:
                 call_args = [
                     args[i] if i < len(args) and args[i] is not ABSENT else absent for i, absent in enumerate(absent_as)
                 ]
-                value = getattr(closure, attribute)(*call_args)
+                value = getattr(closure, attribute)(*call_args, **export_keywords(method, options))
         except Exception as exc:  # noqa: BLE001 - every failure becomes a response
             self._results.pop(request_id, None)
             self._report(request_id, depth, exc)

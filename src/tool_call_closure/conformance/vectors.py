@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from tool_call_closure.conformance.agents import allowed_outcomes, request_agent
 from tool_call_closure.conformance.compare import error_code
+from tool_call_closure.conformance.export_options import uses_export_options
 from tool_call_closure.conformance.serve import (
     ABSENT_MEMBERS,
     MAX_DEPTH,
@@ -303,8 +304,9 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
 
     Observed, never claimed: ``hook`` for a ``$hook`` tag, ``tamper`` for a ``tamper`` request, ``turn-guard``
     (:func:`uses_turn_guard`), ``gemini-export`` and ``bedrock-export`` for a call of those methods (a hook's
-    nested requests included), ``content-parts`` for a ``$parts`` tag, ``content-diagnostics`` for a ``new``
-    whose options name a flag option (``textOnlyToolResults``, D26), ``undefined-properties`` for a member
+    nested requests included), ``export-options`` for such a call given options (:mod:`.export_options`),
+    ``content-parts`` for a ``$parts`` tag, ``content-diagnostics`` for a ``new`` whose options name a flag
+    option (``textOnlyToolResults``, D26), ``undefined-properties`` for a member
     that is ``{"$undefined":true}`` (where protocol v1 as first published refused it), and ``nesting-limit``
     for a request line nested deeper than :data:`~.serve.MAX_DEPTH`.  A request given as text is read as the
     subject reads it.
@@ -340,6 +342,8 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
         if isinstance(value, dict):
             if value.get("cmd") == "call" and value.get("method") in METHOD_CAPABILITIES:
                 found.add(METHOD_CAPABILITIES[value["method"]])
+            if uses_export_options(value):
+                found.add("export-options")
             if _has_undefined_member(value):
                 found.add("undefined-properties")
             pending.extend(value.values())

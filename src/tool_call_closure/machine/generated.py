@@ -57,7 +57,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
-TABLE_SHA256: Final = "0c8150b76119b111a87b7a3dc3d79852244d4ce41ac66d8359d4ae90090c657b"
+TABLE_SHA256: Final = "bc6a3b10c83e3eaf02a468724e957a9ce7e87ee55f900348a195c0ab1b8f1b88"
 SOURCES_SHA256: Final = "1f863a0a6d2f869f76d7591ef5b44269ed9c660a4ac55a3cdf1ca742429ecaae"
 
 

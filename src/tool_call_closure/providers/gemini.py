@@ -66,7 +66,12 @@ from tool_call_closure.errors import UsageError
 from tool_call_closure.parts import ToolContent
 from tool_call_closure.providers.arguments import make_call, parsed_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.parts_render import GEMINI_2_PARTS, GeminiFamily, gemini_response
+from tool_call_closure.providers.parts_render import (
+    GEMINI_2_PARTS,
+    GEMINI_2_SIBLING_MEDIA,
+    GeminiFamily,
+    gemini_response,
+)
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -349,7 +354,9 @@ def check_contents(contents: Sequence[Any], *, family: GeminiFamily = "gemini-3"
     The rule: the content right after a turn with function calls has exactly
     as many function responses (and, where the calls carry ids, one for each id).
     ``family="gemini-2"`` also refuses a function response with ``parts``
-    (multimodal function responses are Gemini 3), saying why (D22).
+    (multimodal function responses are Gemini 3) and media parts beside
+    function responses (Gemini 2.x counts them as response parts, and its
+    count check fails), saying why (D22).
     """
     refuse_foreign_turns(contents, "gemini", "gemini.check_contents", "contents")
     listed = items(contents, "gemini.check_contents")
@@ -370,10 +377,17 @@ def check_contents(contents: Sequence[Any], *, family: GeminiFamily = "gemini-3"
 
 
 def _refuse_response_parts(content: object, index: int) -> None:
-    for position, part in enumerate(_parts(content, index)):
+    """Gemini 2.x: no ``parts`` in a function response, and no media beside function responses (D22)."""
+    parts = _parts(content, index)
+    answering = any(field(part, "function_response") is not None for part in parts)
+    for position, part in enumerate(parts):
         response = field(part, "function_response")
         if response is not None and items(field(response, "parts")):
             problem = GEMINI_2_PARTS.format(index=index, part=position)
+            raise ProviderRuleError(problem, provider=PROVIDER, index=index)
+        media = next((kind for kind in ("inline_data", "file_data") if field(part, kind) is not None), None)
+        if answering and media is not None:
+            problem = GEMINI_2_SIBLING_MEDIA.format(index=index, part=position, kind=media)
             raise ProviderRuleError(problem, provider=PROVIDER, index=index)
 
 

@@ -26,8 +26,21 @@ each kind of part:
 .. [#g] ``family="gemini-3"`` (the default): multimodal function responses,
    ``function_response.parts`` (PNG, JPEG, WebP, PDF, plain text);
    ``family="gemini-2"``: Gemini 2.x takes no parts in a function response,
-   so every media part is a note.  A part Gemini 3 does not take (GIF, a
-   text file other than plain text) is a note as well.
+   so every media part is a note.  Nor can the media go beside the function
+   responses: sent as sibling ``inline_data`` parts of the same user
+   ``Content``, they break the API's count check, which counts every part of
+   the turn answering the calls, and the request is refused with *"Please
+   ensure that the number of function response parts is equal to the number
+   of function call parts of the function call turn."* (gemini-cli#16135,
+   the same text as a missing response, providers.md); the provider stub
+   refuses that payload for a Gemini 2.x model with the same text
+   (``tests/test_content_parts_stub.py``), and ``gemini.check_contents(…,
+   family="gemini-2")`` refuses it before it is sent, quoting that text
+   (:data:`GEMINI_2_SIBLING_MEDIA`).  So there is no slot for the media
+   on Gemini 2.x, and a note is the only legal rendering.  A part Gemini 3
+   does not take (GIF, a text file other than plain text) is a note as well.
+   Over the protocol the option is ``{"family": …}`` (capability
+   ``export-options``).
 
 A part an export cannot carry is never dropped in silence: its place in the
 text holds a *note*, ``[image image/png, 1234 bytes: <why>]`` (or ``… at
@@ -395,6 +408,13 @@ GEMINI_2_PARTS: Final = (
     "contents[{index}].parts[{part}]: a function_response has parts, which Gemini 2.x models do not take "
     "(multimodal function responses are Gemini 3; family='gemini-2'; library preflight, D22): export with "
     "to_gemini_function_responses(snapshot, family='gemini-2')"
+)
+GEMINI_2_SIBLING_MEDIA: Final = (
+    "contents[{index}].parts[{part}]: {kind} beside function responses, which Gemini 2.x counts as a response "
+    "part and refuses ('Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn.', gemini-cli#16135; family='gemini-2'; library preflight, "
+    "D22): Gemini 2.x takes no media for a tool call; to_gemini_function_responses(snapshot, family='gemini-2') "
+    "writes a note for each"
 )
 
 

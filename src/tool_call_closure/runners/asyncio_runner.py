@@ -84,7 +84,7 @@ from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners.batch import RunningBatch, check_tools, plan_calls
-from tool_call_closure.runners.options import RunOptions
+from tool_call_closure.runners.options import DEFAULTS, RunOptions, no_checkpoint
 from tool_call_closure.runners.outcomes import (
     CANCELLED_MESSAGE,
     AbortSignal,
@@ -92,7 +92,6 @@ from tool_call_closure.runners.outcomes import (
     Ending,
     LateResult,
     StaleTurn,
-    deadline_message,
     on_late_error_message,
     timeout_message,
 )
@@ -241,23 +240,8 @@ async def run_tool_calls(
     changes no outcome and not the report (``SystemExit`` and
     ``KeyboardInterrupt`` propagate).
     """
-    return await run_on_loop(
-        _no_checkpoint,
-        closure,
-        calls,
-        tools,
-        turn=turn,
-        call_timeout=call_timeout,
-        deadline=deadline,
-        max_concurrency=max_concurrency,
-        abort=abort,
-        cancel_grace=cancel_grace,
-        on_late=on_late,
-    )
-
-
-def _no_checkpoint(label: str) -> None:
-    """Between two steps of the batch, nothing happens but what real concurrency brings."""
+    options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace, abort, on_late)
+    return await run_on_loop(no_checkpoint, closure, calls, tools, turn=turn, options=options)
 
 
 async def run_on_loop(
@@ -267,17 +251,12 @@ async def run_on_loop(
     tools: AsyncTools,
     *,
     turn: TurnToken | None = None,
-    call_timeout: float | None = None,
-    deadline: float | None = None,
-    max_concurrency: int | None = None,
-    abort: AbortSignal | None = None,
-    cancel_grace: float = 1.0,
-    on_late: Callable[[LateResult], None] | None = None,
+    options: RunOptions = DEFAULTS,
 ) -> BatchRun | StaleTurn:
-    """:func:`run_tool_calls` with the batch's checkpoints given (the deterministic simulation lets other actors
-    act at them; the runner passes a function that does nothing)."""
-    options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace)
+    """:func:`run_tool_calls` with its options checked and the batch's checkpoints given (the deterministic
+    simulation lets other actors act at them; the runner passes a function that does nothing)."""
     check_tools(tools)
+    abort = options.abort
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
 
@@ -295,7 +274,12 @@ async def run_on_loop(
         loop.call_exception_handler(context)
 
     batch = RunningBatch(
-        closure, calls, notify=notify, on_late=on_late, report_late_error=report_late_error, checkpoint=checkpoint
+        closure,
+        calls,
+        notify=notify,
+        on_late=options.on_late,
+        report_late_error=report_late_error,
+        checkpoint=checkpoint,
     )
     stale = batch.announce(turn)
     if stale is not None:
@@ -311,7 +295,7 @@ async def run_on_loop(
         finally:
             if unsubscribe is not None:
                 unsubscribe()
-        batch.conclude(decided, _close_message(decided, options.deadline, abort))
+        batch.conclude(decided, options.close_message(decided))
         await _until_ended(batch, wake)
     except asyncio.CancelledError:
         # The awaiting task was cancelled (while supervising, or while waiting for another thread's end of the
@@ -339,14 +323,6 @@ async def _until_ended(batch: RunningBatch, wake: asyncio.Event) -> None:
         wake.clear()
         if batch.final is None:
             await wake.wait()
-
-
-def _close_message(ending: Ending, deadline: float | None, abort: AbortSignal | None) -> str | None:
-    if ending == "deadline_exceeded" and deadline is not None:
-        return deadline_message(deadline)
-    if ending == "aborted" and abort is not None:
-        return abort.message
-    return None
 
 
 async def _supervise(

@@ -100,6 +100,7 @@ from tool_call_closure.ecma import truncate_utf8, utf8_length
 from tool_call_closure.errors import LimitError, UsageError
 from tool_call_closure.inputs import CloseReasonInput, FailureOutcome
 from tool_call_closure.providers.calls import ToolCall
+from tool_call_closure.runners.options import no_checkpoint
 from tool_call_closure.runners.outcomes import (
     CANCELLED_MESSAGE,
     RUNNER_CODES,
@@ -142,10 +143,6 @@ _CLOSING: Final[dict[str, tuple[Literal["error", "cancelled"], RunnerCode]]] = {
 """The endings the runner closes the batch for: the close reason's status and code."""
 
 
-def _no_checkpoint(label: str) -> None:
-    """Production runners: nothing else gets a turn between the batch's steps but by real concurrency."""
-
-
 @final
 class RunningBatch:
     """The runner's bookkeeping for one announced generation; every method is thread-safe."""
@@ -182,7 +179,7 @@ class RunningBatch:
         notify: Callable[[], None],
         on_late: Callable[[LateResult], None] | None,
         report_late_error: Callable[[BaseException, LateResult], None],
-        checkpoint: Callable[[str], None] = _no_checkpoint,
+        checkpoint: Callable[[str], None] = no_checkpoint,
     ) -> None:
         check_closure(closure)
         if not isinstance(calls, Sequence) or isinstance(calls, str | bytes):

@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING, Any, Final, final, overload
 from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import ToolCall
-from tool_call_closure.runners.asyncio_runner import RunningCall, run_tool_calls, running_call
+from tool_call_closure.runners.asyncio_runner import RunningCall, run_on_loop, running_call
 from tool_call_closure.runners.mcp_results import McpFallback, error_of, outcome_of
 from tool_call_closure.runners.mcp_wire import Wire, call_on_wire
+from tool_call_closure.runners.options import RunOptions, no_checkpoint
 from tool_call_closure.runners.outcomes import AbortSignal, BatchRun, LateResult, StaleTurn
 from tool_call_closure.values import TurnToken
 
@@ -139,6 +140,11 @@ async def connect_streamable_http(url: str, *, http_client: Any = None) -> Async
         yield server
 
 
+# The two overloads differ only in ``turn`` and the result, and are needed: without ``turn`` a run cannot be stale,
+# so the result is a ``BatchRun`` that callers use without a check; a single signature would make every call
+# ``BatchRun | StaleTurn`` under ``mypy --strict``.  (A TypedDict unpacked as ``**options`` would shorten them but
+# hide the option names and defaults from help and editors; run_tool_calls and ToolCallClosure.begin have the same
+# pair of overloads.)
 @overload
 async def run_mcp_tool_calls(
     closure: ToolCallClosure,
@@ -213,18 +219,8 @@ async def run_mcp_tool_calls(
         name: functools.partial(_call, owner, name, progress_resets_timeout, on_fallback)
         for name, owner in servers.items()
     }
-    return await run_tool_calls(
-        closure,
-        calls,
-        tools,
-        turn=turn,
-        call_timeout=call_timeout,
-        deadline=deadline,
-        max_concurrency=max_concurrency,
-        abort=abort,
-        cancel_grace=cancel_grace,
-        on_late=on_late,
-    )
+    options = RunOptions.checked(call_timeout, deadline, max_concurrency, cancel_grace, abort, on_late)
+    return await run_on_loop(no_checkpoint, closure, calls, tools, turn=turn, options=options)
 
 
 def _servers_by_tool(server: object) -> dict[str, McpServer]:

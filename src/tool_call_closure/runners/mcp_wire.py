@@ -47,7 +47,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, cast, final
+from typing import TYPE_CHECKING, Any, Final, Self, cast, final
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
     from mcp_types import CallToolResult, RequestParamsMeta
 
-__all__ = ["TOKEN_KEY", "LateHandler", "Wire", "call_on_wire"]
+__all__ = ["TOKEN_KEY", "LateHandler", "PassThroughReceiveStream", "PassThroughStream", "Wire", "call_on_wire"]
 
 MAX_ABANDONED: Final = 10_000
 """How many cancelled calls the wire keeps waiting for a late answer; beyond it the oldest is given up (counted)."""
@@ -195,14 +195,55 @@ class Wire:
         return len(self._calls)
 
 
-class _Reader:
-    __slots__ = ("_stream", "_wire")
+class PassThroughStream:
+    """A stream around a transport's own (``_stream``) that passes through what it does not define: ``aclose``,
+    ``async with`` and every attribute the session reads (``last_context`` …)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class PassThroughReceiveStream(PassThroughStream):
+    """A pass-through read side: ``async for`` over :meth:`receive` until the stream ends."""
+
+    __slots__ = ()
+
+    async def receive(self) -> Any:
+        return await self._stream.receive()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+
+@final
+class _Reader(PassThroughReceiveStream):
+    __slots__ = ("_wire",)
 
     def __init__(self, wire: Wire, stream: Any) -> None:
-        self._wire, self._stream = wire, stream
-
-    def __getattr__(self, name: str) -> Any:  # ``last_context`` and whatever else the session reads
-        return getattr(self._stream, name)
+        super().__init__(stream)
+        self._wire = wire
 
     async def receive(self) -> Any:
         import anyio
@@ -215,48 +256,21 @@ class _Reader:
         self._wire._received(item)
         return item
 
-    def __aiter__(self) -> _Reader:
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         self._wire._ended()
         await self._stream.aclose()
 
-    async def __aenter__(self) -> _Reader:
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class _Writer:
-    __slots__ = ("_stream", "_wire")
+@final
+class _Writer(PassThroughStream):
+    __slots__ = ("_wire",)
 
     def __init__(self, wire: Wire, stream: Any) -> None:
-        self._wire, self._stream = wire, stream
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        super().__init__(stream)
+        self._wire = wire
 
     async def send(self, item: SessionMessage, /) -> None:
         await self._stream.send(self._wire._sending(item))
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def __aenter__(self) -> _Writer:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 async def call_on_wire(

@@ -78,14 +78,13 @@ from tool_call_closure.closure import ToolCallClosure
 from tool_call_closure.errors import UsageError
 from tool_call_closure.providers.calls import ToolCall
 from tool_call_closure.runners.batch import RunningBatch, check_tools, plan_calls
-from tool_call_closure.runners.options import RunOptions
+from tool_call_closure.runners.options import DEFAULTS, RunOptions, no_checkpoint
 from tool_call_closure.runners.outcomes import (
     AbortSignal,
     BatchRun,
     Ending,
     LateResult,
     StaleTurn,
-    deadline_message,
     timeout_message,
 )
 from tool_call_closure.values import TurnToken
@@ -107,10 +106,6 @@ class Condition(Protocol):
     def notify_all(self) -> None: ...
 
 
-def _no_checkpoint(label: str) -> None:
-    """Between two steps of the runner, nothing happens but what real concurrency brings."""
-
-
 def _thread_pool(workers: int) -> Executor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call")
 
@@ -128,7 +123,7 @@ class ThreadPlatform:
     """The longest single wait the condition accepts (longer waits are taken in slices)."""
 
 
-SYSTEM = ThreadPlatform(time.monotonic, threading.Condition, _thread_pool, _no_checkpoint, threading.TIMEOUT_MAX)
+SYSTEM = ThreadPlatform(time.monotonic, threading.Condition, _thread_pool, no_checkpoint, threading.TIMEOUT_MAX)
 """The real clock, real conditions, a real thread pool, no checkpoints."""
 
 
@@ -186,19 +181,8 @@ def run_tool_calls_in_threads(
     ``threading.excepthook`` (with that thread) and changes no outcome and
     not the report.
     """
-    return run_in_threads(
-        SYSTEM,
-        closure,
-        calls,
-        tools,
-        turn=turn,
-        call_timeout=call_timeout,
-        deadline=deadline,
-        max_concurrency=max_concurrency,
-        abort=abort,
-        executor=executor,
-        on_late=on_late,
-    )
+    options = RunOptions.checked(call_timeout, deadline, max_concurrency, 0, abort, on_late)
+    return run_in_threads(SYSTEM, closure, calls, tools, turn=turn, options=options, executor=executor)
 
 
 def run_in_threads(
@@ -208,15 +192,11 @@ def run_in_threads(
     tools: SyncTools,
     *,
     turn: TurnToken | None = None,
-    call_timeout: float | None = None,
-    deadline: float | None = None,
-    max_concurrency: int | None = None,
-    abort: AbortSignal | None = None,
+    options: RunOptions = DEFAULTS,
     executor: Executor | None = None,
-    on_late: Callable[[LateResult], None] | None = None,
 ) -> BatchRun | StaleTurn:
-    """:func:`run_tool_calls_in_threads` on a given platform (the simulation's, or :data:`SYSTEM`)."""
-    options = RunOptions.checked(call_timeout, deadline, max_concurrency, 0)
+    """:func:`run_tool_calls_in_threads` with its options checked, on a given platform (the simulation's, or
+    :data:`SYSTEM`).  ``options.cancel_grace`` is not used: a thread cannot be cancelled."""
     check_tools(tools)
     _check_executor(executor, options)
     changed = platform.condition()
@@ -229,7 +209,7 @@ def run_in_threads(
         closure,
         calls,
         notify=notify,
-        on_late=on_late,
+        on_late=options.on_late,
         report_late_error=_report_late_error,
         checkpoint=platform.checkpoint,
     )
@@ -245,15 +225,11 @@ def run_in_threads(
         if pool is None and planned:
             pool = platform.thread_pool(len(planned))  # threads start as work is dispatched, up to the limit
         dispatch = _Dispatch(batch, changed, platform, pool, planned, options.max_concurrency)
-        unsubscribe = abort.subscribe(lambda: batch.stop("aborted")) if abort is not None else None
+        abort = options.abort
+        unsubscribe = None if abort is None else abort.subscribe(lambda: batch.stop("aborted"))
         decided = _supervise(batch, changed, options, platform, dispatch)
         platform.checkpoint("conclude")
-        message = None
-        if decided == "deadline_exceeded" and options.deadline is not None:
-            message = deadline_message(options.deadline)
-        elif decided == "aborted" and abort is not None:
-            message = abort.message
-        batch.conclude(decided, message)
+        batch.conclude(decided, options.close_message(decided))
         _until_ended(batch, changed, platform)
     except BaseException:  # KeyboardInterrupt in the supervising thread, at any step: end the batch, then propagate
         batch.abandon()

@@ -372,7 +372,9 @@ function handleRequest(request, depth) {
 // turnToken and begin's {"turn": token}) is the reference's extension, and the
 // original has no such guard (it has no turnToken, and its begin ignores a
 // second argument); nor "gemini-export" and "bedrock-export" (D8): the original
-// has no such methods. conform skips those vectors instead of failing them.
+// has no such methods; nor "content-parts" and "export-options" (D22): it has no
+// content parts and no export options. conform skips those vectors instead of
+// failing them.
 function helloRequest(id, request) {
   if (field(request, 'protocol') !== PROTOCOL_VERSION) {
     throw new ProtocolFailure(`unsupported protocol ${show(field(request, 'protocol'))}; this subject speaks 1`);
