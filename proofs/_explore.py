@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any, Final
 
 try:
-    from tool_call_closure import BatchHandle, BeginResult, Snapshot, ToolCallClosure, TurnToken
+    from tool_call_closure import BatchHandle, BeginResult, ImageInput, Snapshot, ToolCallClosure, TurnToken, content
     from tool_call_closure.closure import _closure_with_machine
     from tool_call_closure.errors import ToolCallClosureError
     from tool_call_closure.machine.interpreter import MACHINE, Machine
@@ -87,6 +87,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - environment problem, re
 IDS: Final = ("a", "b", "c", "d", "e")
 UNKNOWN_ID: Final = "z"
 NAME: Final = "t"
+IMAGE_URL: Final = "https://example.com/a.png"
 EXPORTS: Final = ("to_openai_chat_completions", "to_openai_responses", "to_anthropic_tool_results")
 HANDLES: Final = ("current", "stale", "lookalike", "none")
 TURNS: Final = ("current", "stale", "invalid")  # the turn tokens a guarded begin is given (deviation D20)
@@ -112,6 +113,7 @@ class Bounds:
             "max_calls": self.calls,
             "max_diagnostics": self.max_diagnostics,
             "max_message_bytes": self.max_message_bytes,
+            "text_only_tool_results": True,  # so settle's success, whose parts hold an image, records media_moved (D26)
         }
 
 
@@ -119,7 +121,12 @@ class Bounds:
 
 # Caller values by name: (value factory, the error its validation raises, or None if it is valid).
 OUTCOMES: Final[dict[str, tuple[Callable[[], Any], str | None]]] = {
-    "success": (lambda: {"status": "success", "content": "r"}, None),
+    # A success made of parts holding an image: with text_only_tool_results it fires settle.commit.media_moved
+    # (D26); succeed("r") below is the plain text success.
+    "success": (
+        lambda: {"status": "success", "content": content([ImageInput(media_type="image/png", url=IMAGE_URL)])},
+        None,
+    ),
     # The same settlements as fail(h, id, ValueError("boom")) and cancel(h, id, "stop"): the forms take
     # other paths through normalization but lead to the same states, which keeps the state space small.
     "error": (lambda: {"status": "error", "code": "tool_error", "message": "boom"}, None),

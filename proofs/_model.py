@@ -344,7 +344,7 @@ SNAPSHOT_FIELDS: Final = ("snap_gen", "snap_closed", "snap_cr", "snap_n", "snap_
 
 # The context of a step: the operation's arguments, then the values earlier segments computed.
 ARGUMENT_FIELDS: Final = ("h", "c", "g0", "sa_absent")
-CARRIED_FIELDS: Final = ("nn", "tdef", "tg", "rgen_def", "stl_def", "st", "tok", "cr_def", "rst", "rtok", "sa")
+CARRIED_FIELDS: Final = ("nn", "tdef", "tg", "rgen_def", "stl_def", "st", "tok", "cr_def", "rst", "rtok", "sa", "media")
 
 
 @dataclass(frozen=True)
@@ -492,7 +492,9 @@ PRODUCES: Final[Mapping[str, tuple[str, ...]]] = {
     "validate_turn": ("tdef", "tg"),
     "validate_calls": ("nn",),
     "read_handle_generation": ("rgen_def",),
-    "normalize_outcome": ("stl_def", "st", "tok"),
+    # media: the settlement is a success whose parts hold media and the flag textOnlyToolResults is set (D26; an
+    # oracle, like the settlement's text: the model does not interpret content).
+    "normalize_outcome": ("stl_def", "st", "tok", "media"),
     "normalize_close_reason": ("cr_def", "rst", "rtok"),
     "default_snapshot": ("sa",),
 }
@@ -542,6 +544,11 @@ def _guard_turn_stale(b: Builder, fr: Frame) -> GuardValue:
     return GuardValue(z3.And(fr.ctx["tdef"], fr.s.gen != fr.ctx["tg"]))
 
 
+def _guard_moves_media(b: Builder, fr: Frame) -> GuardValue:
+    """The normalized settlement is a success with media and the option is set (deviation D26; an oracle)."""
+    return GuardValue(z3.And(fr.ctx["stl_def"], fr.ctx["media"]))
+
+
 def _guard_snapshot_foreign(b: Builder, fr: Frame) -> GuardValue:
     """The snapshot argument is not a registered snapshot (decided by identity, reads nothing)."""
     return GuardValue(z3.Not(_registered(fr)))
@@ -559,6 +566,7 @@ GUARDS: Final[Mapping[str, Callable[[Builder, Frame], GuardValue]]] = {
     "has_pending_calls": _guard_has_pending_calls,
     "generation_changed": _guard_generation_changed,
     "turn_stale": _guard_turn_stale,
+    "moves_media": _guard_moves_media,
     "snapshot_foreign": _guard_snapshot_foreign,
     "snapshot_open": _guard_snapshot_open,
 }
@@ -686,6 +694,12 @@ def _effect_record_settlement(b: Builder, fr: Frame, row: Row) -> Frame:
     return _crash_if(b, crash, fr, ite_frame(defined, recorded, raised))
 
 
+def _effect_record_media_moved(b: Builder, fr: Frame, row: Row) -> Frame:
+    """One more diagnostic (media_moved, D26) while fewer than maxDiagnostics are recorded (DIAG-1)."""
+    nd = fr.s.nd
+    return _crash_if(b, _no_run(b.m, fr), fr, _with(fr, nd=z3.If(nd < b.m.max_diagnostics, nd + 1, nd)))
+
+
 def _effect_synthesize_pending(b: Builder, fr: Frame, row: Row) -> Frame:
     """Every pending call takes ``synthesize_<status>`` of the normalized close reason."""
     m = b.m
@@ -722,6 +736,7 @@ EFFECTS: Final[Mapping[str, Callable[[Builder, Frame, Row], Frame]]] = {
     "supersede": _effect_supersede,
     "start_generation": _effect_start_generation,
     "record_settlement": _effect_record_settlement,
+    "record_media_moved": _effect_record_media_moved,
     "synthesize_pending": _effect_synthesize_pending,
     "record_close_reason": _effect_record_close_reason,
     "record_complete": _effect_record_complete,
@@ -846,7 +861,7 @@ class Model:
         return z3.Or([call_state == self.call(s) for s in self.spec.terminal_calls] or [z3.BoolVal(False)])
 
     def ctx_sort(self, field: str) -> z3.SortRef:
-        if field in ("tdef", "rgen_def", "stl_def", "cr_def", "sa_absent"):
+        if field in ("tdef", "rgen_def", "stl_def", "cr_def", "sa_absent", "media"):
             return z3.BoolSort()
         if field in ("st", "rst"):
             return self.Status
@@ -860,8 +875,10 @@ class Model:
             return z3.Implies(ctx["tdef"], ctx["tg"] >= 0)
         if effect == "read_handle_generation":  # a handle this instance made carries a positive generation
             return z3.Implies(before["h"] >= 1, ctx["rgen_def"])
-        if effect == "normalize_outcome":
-            return ctx["stl_def"] == z3.BoolVal(True)
+        if effect == "normalize_outcome":  # media only for a success (D26)
+            return z3.And(
+                ctx["stl_def"] == z3.BoolVal(True), z3.Implies(ctx["media"], ctx["st"] == self.status("success"))
+            )
         if effect == "normalize_close_reason":
             return z3.And(ctx["cr_def"], z3.Or([ctx["rst"] == self.status(s) for s in CLOSE_STATUSES]))
         return z3.BoolVal(True)
@@ -872,7 +889,9 @@ class Model:
             return ctx["nn"] == 0
         if effect == "validate_turn":
             return z3.And(z3.Not(ctx["tdef"]), ctx["tg"] == 0)
-        if effect in ("read_handle_generation", "normalize_outcome", "normalize_close_reason"):
+        if effect == "normalize_outcome":
+            return z3.And(z3.Not(ctx["stl_def"]), z3.Not(ctx["media"]))
+        if effect in ("read_handle_generation", "normalize_close_reason"):
             return z3.Not(ctx[PRODUCES[effect][0]])
         return z3.BoolVal(True)  # default_snapshot: the argument itself, any value
 
@@ -1164,7 +1183,7 @@ _ARGUMENT_CONTEXT: Final[Mapping[str, tuple[str, ...]]] = {
     "turn": ("tdef", "tg"),
     "handle": ("h",),
     "call_id": ("c",),
-    "outcome": ("stl_def", "st", "tok"),
+    "outcome": ("stl_def", "st", "tok", "media"),
     "reason": ("cr_def", "rst", "rtok"),
     "snapshot": ("sa", "sa_absent"),
 }

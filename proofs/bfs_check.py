@@ -132,7 +132,8 @@ class Checks:
             texts += [("id", call.id, limits.max_id_bytes), ("name", call.name, limits.max_name_bytes)]
             if call.settlement is not None:
                 s = call.settlement
-                texts += [("content", s.content, limits.max_result_bytes)]
+                text = s.content if isinstance(s.content, str) else None  # parts: bounded when made (D22)
+                texts += [("content", text, limits.max_result_bytes)]
                 texts += [("message", s.message, limits.max_message_bytes)]
                 if s.code not in self.builtin_codes:
                     texts.append(("code", s.code, limits.max_code_bytes))

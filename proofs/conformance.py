@@ -79,7 +79,7 @@ from _model import (
     read_table,
 )
 
-from tool_call_closure import Accepted, BatchHandle, BeginResult, Rejection, Snapshot, TurnToken
+from tool_call_closure import Accepted, BatchHandle, BeginResult, Rejection, Snapshot, ToolContent, TurnToken
 from tool_call_closure.errors import TableError
 from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.values import CloseReason, Settlement, call_views, close_reason_view
@@ -253,6 +253,7 @@ class Oracles:
             "rst": "error",
             "rtok": 0,
             "sa": -1,
+            "media": False,
         }
         if action.op == "export" and action.arg != "default":
             arg = world.snapshot_arg(action.arg or "")
@@ -281,6 +282,10 @@ class Oracles:
             oracles[("normalize_outcome", "stl_def")] = True
             oracles[("normalize_outcome", "st")] = settlement.status if settlement else "success"
             oracles[("normalize_outcome", "tok")] = self.tokens.reported(settlement) if settlement else 0
+            media = (
+                settlement is not None and isinstance(settlement.content, ToolContent) and settlement.content.has_media
+            )
+            oracles[("normalize_outcome", "media")] = media and c.limits.text_only_tool_results  # D26
         elif action.op == "close":
             reason = self.normalized(action) if error is None else None
             oracles[("normalize_close_reason", "outcome")] = raised

@@ -82,7 +82,14 @@ SPEC: Final[dict[str, Any]] = json.loads(
 ERRORS: Final[dict[str, dict[str, Any]]] = {entry["code"]: entry for entry in SPEC["errors"]}
 TEXTS: Final[dict[str, str]] = SPEC["texts"]
 #: (spec name, Python keyword, default) in the order §4 validates them.
-OPTIONS: Final[list[tuple[str, str, int]]] = [(o["id"], o["python"], o["default"]) for o in SPEC["options"]]
+OPTIONS: Final[list[tuple[str, str, int]]] = [
+    (o["id"], o["python"], o["default"]) for o in SPEC["options"] if o.get("kind", "limit") == "limit"
+]
+#: The flag options (D26), validated after the limits: true or false, absent or None the default.  A flag changes
+#: only what a result made of content parts records (media_moved), and this model has no content parts.
+FLAGS: Final[list[tuple[str, str, bool]]] = [
+    (o["id"], o["python"], o["default"]) for o in SPEC["options"] if o.get("kind") == "flag"
+]
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 CLOSED_STATES: Final = frozenset({"complete", "error", "cancelled"})
 SETTLED_STATUSES: Final = frozenset({"success", "error", "cancelled"})
@@ -427,11 +434,12 @@ class Model:
 
     def __init__(self, **options: Any) -> None:
         """§4: the seven limits, validated in table order; absent or None takes the default."""
-        known = {python for _, python, _ in OPTIONS}
+        known = {python for _, python, _ in OPTIONS} | {python for _, python, _ in FLAGS}
         unknown = sorted(set(options) - known)
         if unknown:
             raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
         limits: dict[str, int] = {}
+        self.flags: Final[dict[str, bool]] = {}
         for spec_name, python, default in OPTIONS:
             value = options.get(python)
             if value is None:
@@ -440,6 +448,11 @@ class Model:
                 limits[python] = value
             else:
                 raise ModelError("option_invalid", option=spec_name)
+        for spec_name, python, flag_default in FLAGS:
+            flag = options.get(python)
+            if flag is not None and type(flag) is not bool:
+                raise ModelError("option_not_flag", option=spec_name)
+            self.flags[python] = flag_default if flag is None else flag
         self.limits: Final = limits
         self._generation = 0
         self._run: _Run | None = None

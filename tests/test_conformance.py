@@ -221,10 +221,11 @@ def test_the_original_fails_exactly_the_deviation_vectors() -> None:
     failed = {r.id for r in run.results if r.outcome == "failed"}
     skipped = {r.id for r in run.results if r.outcome == "skipped"}
     assert run.counts()["errored"] == 0
-    # The original has neither the turn guard (D20) nor the Gemini and Bedrock exports (D8) nor content parts (D22)
+    # The original has neither the turn guard (D20) nor the Gemini and Bedrock exports (D8) nor content parts (D22, D26)
     # nor agents (concurrency) nor export options (D22), extensions of the reference behind capabilities: their vectors
     # are skipped, not failed.
     lacking = {"turn-guard", "gemini-export", "bedrock-export", "content-parts", "agents", "export-options"}
+    lacking.add("content-diagnostics")
     assert run.header["subject"]["capabilities"] == ["hook", "tamper", "nesting-limit", "undefined-properties"]
     assert skipped == {v.id for v in VECTORS if set(v.requires) & lacking}
     assert {c for r in run.results if r.outcome == "skipped" for c in r.missing or ()} == lacking

@@ -140,7 +140,9 @@ CHAT_A_CANCELLED = (
 
 def test_every_deviation_has_a_test_and_every_protocol_visible_one_a_protocol_test() -> None:
     names = [name for name in globals() if name.startswith("test_D")]
-    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [f"D{n}" for n in (*range(1, 12), 18, 19, 20, 21, 22, 23)]
+    assert sorted(DEVIATIONS, key=lambda d: int(d[1:])) == [
+        f"D{n}" for n in (*range(1, 12), 18, 19, 20, 21, 22, 23, 26)
+    ]
     for deviation_id, deviation in DEVIATIONS.items():
         own = [name for name in names if name.startswith(f"test_{deviation_id}_")]
         assert own, deviation_id
@@ -1436,3 +1438,40 @@ def test_D23_a_forged_token_changes_nothing_and_the_closure_in_memory_is_unchang
     closure, handle = begun("a")  # without the durable layer, nothing changed: handles are identities
     assert closure.settle(BatchHandle(generation=1), "a", {"status": "success"}).reason == "stale_generation"
     assert closure.settle(handle, "a", {"status": "success", "content": "1"}).accepted
+
+
+# =========================================================================== D26 (tests/test_content_diagnostics.py has the rest)
+
+
+def test_D26_a_media_success_records_media_moved_only_with_the_option() -> None:
+    from tool_call_closure import ImageInput, content
+
+    result = content(["chart:", ImageInput(media_type="image/png", data=b"\x89PNG")])
+    closure, handle = begun("a", "b", text_only_tool_results=True)
+    assert closure.succeed(handle, "a", result).accepted
+    assert closure.succeed(handle, "b", "text").accepted
+    snapshot = closure.close(handle)
+    assert isinstance(snapshot, Snapshot)
+    diagnostics = [to_json(d) for d in snapshot.diagnostics]
+    assert diagnostics == ['{"reason":"media_moved","callId":"a","generation":1,"observedStatus":"success"}']
+    plain, plain_handle = begun("a")
+    assert plain.succeed(plain_handle, "a", result).accepted
+    plain_snapshot = plain.close(plain_handle)
+    assert isinstance(plain_snapshot, Snapshot)
+    assert plain_snapshot.diagnostics == ()  # DIAG-5, as in the original
+
+
+def test_D26_over_the_protocol() -> None:
+    new = '{"id":0,"cmd":"new","options":{"textOnlyToolResults":true}}'
+    image = {"$parts": [{"type": "image", "mediaType": "image/png", "url": "https://e.com/a.png"}]}
+    lines = [new, BEGIN_A, request(2, "succeed", H1, "a", image), request(3, "snapshot")]
+    answers = reference(*lines)
+    assert json.loads(answers[3])["ok"]["diagnostics"] == [
+        {"reason": "media_moved", "callId": "a", "generation": 1, "observedStatus": "success"}
+    ]
+    # The original ignores the option (an unknown key, OPT-3) and has no content parts: with a text result it
+    # records nothing (DIAG-5); the tag is unknown to its adapter.
+    text = original(new, BEGIN_A, request(2, "succeed", H1, "a", "text"), request(3, "snapshot"))
+    assert text[0] == '{"id":0,"ok":null}'
+    assert json.loads(text[3])["ok"]["diagnostics"] == []
+    assert json.loads(original(*lines)[2])["error"]["kind"] == "ProtocolError"

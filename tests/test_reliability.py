@@ -39,12 +39,14 @@ from typing import Any
 import pytest
 
 from tool_call_closure import (
+    ImageInput,
     Rejection,
     Settlement,
     Snapshot,
     ToolCallClosure,
     ToolCallClosureError,
     UsageError,
+    content,
     to_json,
 )
 from tool_call_closure.errors import FrozenValueError
@@ -118,6 +120,14 @@ def _settle() -> tuple[ToolCallClosure, Callable[[], Any]]:
     return closure, lambda: closure.fail(handle, "b", ValueError("boom"), "E")
 
 
+def _media_settle() -> tuple[ToolCallClosure, Callable[[], Any]]:
+    """D26: a media success with text_only_tool_results commits the call and its media_moved as one draft."""
+    closure = ToolCallClosure(max_diagnostics=3, text_only_tool_results=True)
+    handle = closure.begin([{"id": i, "name": "t"} for i in "abc"]).handle
+    image = content([ImageInput(media_type="image/png", url="https://example.com/a.png")])
+    return closure, lambda: closure.succeed(handle, "b", image)
+
+
 def _rejected_settle() -> tuple[ToolCallClosure, Callable[[], Any]]:
     closure, handle = _open("abc", settled="a")
     return closure, lambda: closure.succeed(handle, "a", "again")
@@ -151,6 +161,7 @@ SCENARIOS: dict[str, Scenario] = {
     "superseding begin": _superseding_begin,
     "settle": _settle,
     "rejected settle": _rejected_settle,
+    "media settle (D26)": _media_settle,
     "turn-guarded begin": _turn_guarded_begin,
     "stale turn begin": _stale_turn_begin,
     "export": _export,

@@ -46,7 +46,7 @@ def test_hello_names_the_implementation() -> None:
     assert out == [
         '{"id":1,"protocol":1,"implementation":{"name":"tool-call-closure","language":"python","version":"1.0.0"},'
         '"capabilities":["hook","tamper","turn-guard","nesting-limit","gemini-export","bedrock-export",'
-        '"undefined-properties","agents","content-parts","export-options"]}'
+        '"undefined-properties","agents","content-parts","export-options","content-diagnostics"]}'
     ]
 
 

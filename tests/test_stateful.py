@@ -1005,6 +1005,7 @@ limit_options = st.fixed_dictionaries(
         "max_id_bytes": st.sampled_from([4, 4, 6, 512, 512, 1, 2, 3]),
         "max_name_bytes": st.one_of(st.integers(1, 8), st.none()),
         "max_code_bytes": st.one_of(st.integers(1, 12), st.none()),
+        "text_only_tool_results": st.sampled_from([None, False, True]),  # D26: no effect on results without parts
     }
 )
 invalid_options = st.dictionaries(
@@ -1017,6 +1018,7 @@ invalid_options = st.dictionaries(
             "max_id_bytes",
             "max_name_bytes",
             "max_code_bytes",
+            "text_only_tool_results",
         ]
     ),
     st.sampled_from([0, -1, 2**53, 2**53 - 1, True, 1.0, "3", 3]),

@@ -49,6 +49,7 @@ def test_shipped_table_loads_and_names_the_model() -> None:
         "duplicate_settlement",
         "pending_calls",
         "stale_turn",  # deviation D20
+        "media_moved",  # deviation D26: an accepted success's diagnostic, not a rejection
     }
     assert set(TABLE.operations) == {
         "begin",

@@ -499,6 +499,18 @@ REFUSALS: dict[str, tuple[Any, str]] = {
         lambda raw: raw["defaulted"].append({"state": "open", "op": "zz"}),
         "defaulted[0].op: unknown operation 'zz'",
     ),
+    "flag-default-not-a-bool": (  # deviation D26: a flag option's default is true or false
+        lambda raw: raw["options"][-1].update(default=0),
+        "options[7].default: must be true or false",
+    ),
+    "limit-after-a-flag": (
+        lambda raw: raw["options"].append({**raw["options"][0], "id": "maxMore", "python": "max_more"}),
+        "options: every limit must come before the flags",
+    ),
+    "unknown-option-kind": (
+        lambda raw: raw["options"][-1].update(kind="switch"),
+        "options[7].kind: must be one of limit, flag",
+    ),
     "duplicate-option-id": (
         lambda raw: raw["options"].append(dict(raw["options"][0])),
         "options: duplicate id 'maxCalls'",

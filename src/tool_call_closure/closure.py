@@ -109,6 +109,15 @@ def _limit(value: object, name: str, default: int) -> int:
     raise spec_error("option_invalid", option=name)
 
 
+def _flag(value: object, name: str, default: bool) -> bool:
+    """A flag option (deviation D26): ``None`` means the default; otherwise ``True`` or ``False`` exactly."""
+    if value is None:
+        return default
+    if type(value) is bool:
+        return value
+    raise spec_error("option_not_flag", option=name)
+
+
 @final
 class ToolCallClosure:
     """Gives every announced tool call exactly one terminal outcome.
@@ -125,7 +134,10 @@ class ToolCallClosure:
     Converse payloads, typed as each SDK's own parameter type.
 
     Limits are keyword-only; ``None`` means the default.  Every limit must be
-    an ``int`` in 1..2**53-1.
+    an ``int`` in 1..2**53-1.  ``text_only_tool_results=True`` says the
+    exports this closure feeds carry text only in a tool result (OpenAI Chat,
+    Mistral): an accepted success whose content parts hold media then records
+    a ``media_moved`` diagnostic on the snapshot (deviation D26).
     """
 
     __slots__ = (
@@ -152,6 +164,7 @@ class ToolCallClosure:
         max_id_bytes: int | None = 512,
         max_name_bytes: int | None = 512,
         max_code_bytes: int | None = 128,
+        text_only_tool_results: bool | None = False,
     ) -> None:
         given = {
             "max_calls": max_calls,
@@ -163,8 +176,10 @@ class ToolCallClosure:
             "max_code_bytes": max_code_bytes,
         }
         # Validated in the table's order; the first invalid one raises (OPT-5).
-        limits = {o.python: _limit(given[o.python], o.id, o.default) for o in TABLE.options}
-        self._limits = Limits(**limits)
+        limits: dict[str, Any] = {o.python: _limit(given[o.python], o.id, o.default) for o in TABLE.options}
+        given_flags = {"text_only_tool_results": text_only_tool_results}  # then the flags (deviation D26)
+        flags = {f.python: _flag(given_flags[f.python], f.id, f.default) for f in TABLE.flags}
+        self._limits = Limits(**limits, **flags)
         # An RLock only because it knows its owner: the machine refuses reentry (checked before every
         # acquisition, never taken twice), so a finalizer of the thread holding it cannot deadlock it.
         self._lock: OwnedLock = cast(OwnedLock, threading.RLock())  # typeshed omits RLock._is_owned

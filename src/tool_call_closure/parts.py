@@ -75,6 +75,7 @@ __all__ = [
     "TextPart",
     "ToolContent",
     "content",
+    "is_media",
     "is_recorded",
 ]
 
@@ -251,8 +252,20 @@ class ToolContent:
 
     @property
     def has_media(self) -> bool:
-        """True if an image or a file is among the parts."""
-        return any(part.kind in ("image", "file") for part in self.parts)
+        """True if a part is media (:func:`is_media`): what a text-only tool result cannot carry."""
+        return any(is_media(part) for part in self.parts)
+
+
+def is_media(part: Part) -> bool:
+    """True for an image, or a file whose text is not inline (not ``text/*``, or given by URL).
+
+    The one definition of what a text-only tool result (OpenAI Chat, Mistral)
+    cannot carry: such an export writes a note for the part and
+    ``next_messages(…, media_from=)`` carries it in a user message
+    (``providers/parts_render.py``); with ``text_only_tool_results`` the
+    closure records a ``media_moved`` diagnostic for it (deviation D26).
+    """
+    return isinstance(part, ImagePart) or (isinstance(part, FilePart) and part.text() is None)
 
 
 # --------------------------------------------------------------------------- the constructor

@@ -75,6 +75,7 @@ __all__ = [
     "CloseReason",
     "CloseReasonRecord",
     "Diagnostic",
+    "DiagnosticReason",
     "DiagnosticRecord",
     "Limits",
     "ObservedStatus",
@@ -253,6 +254,7 @@ SideEffectState: TypeAlias = Literal["unknown", "not_started"]
 RejectionReason: TypeAlias = Literal[
     "stale_generation", "run_closed", "unknown_call", "duplicate_settlement", "pending_calls", "stale_turn"
 ]
+DiagnosticReason: TypeAlias = RejectionReason | Literal["media_moved"]  # media_moved: D26 (Diagnostic)
 ObservedStatus: TypeAlias = Literal["success", "error", "cancelled", "invalid"] | None
 
 
@@ -375,9 +377,14 @@ class CallSnapshot:
 @_sealed
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """The record a rejection leaves in its generation's diagnostics: the rejection without ``accepted``."""
+    """The record a rejection leaves in its generation's diagnostics: the rejection without ``accepted``.
 
-    reason: RejectionReason
+    With ``text_only_tool_results`` an accepted success whose content parts
+    hold media leaves one too: reason ``media_moved``, observed status
+    ``success`` (deviation D26).
+    """
+
+    reason: DiagnosticReason
     call_id: str | None
     generation: int | None
     observed_status: ObservedStatus
@@ -519,6 +526,7 @@ class Limits:
     max_id_bytes: int
     max_name_bytes: int
     max_code_bytes: int
+    text_only_tool_results: bool = False  # a flag, not a limit: media successes record media_moved (D26)
 
 
 # --------------------------------------------------------------------------- the instance's own records

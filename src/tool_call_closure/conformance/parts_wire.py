@@ -18,20 +18,26 @@ base64, a type or a member it does not know) is refused as ``content()`` refuses
 ``content_part_invalid``, and the call is not made.  The protocol has no bytes: in an export's answer, the bytes
 of a Bedrock blob or a Gemini inline part are written as their base64 text (what the provider's JSON carries),
 by :func:`base64_bytes`.
+
+Capability ``content-diagnostics`` (deviation D26): ``new``'s options are read with the table's flag options
+too (``textOnlyToolResults``, :func:`new_options`); without it they are unknown keys, ignored as the original
+ignores them (OPT-3).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Final
 
 from tool_call_closure import FileInput, ImageInput, JsonInput, TextInput, ToolContent, content, to_json
 from tool_call_closure.errors import ToolCallClosureError, spec_error
+from tool_call_closure.machine.table import TABLE, FlagSpec, OptionSpec
 
-__all__ = ["PARTS_TAG", "base64_bytes", "decode_parts", "response_json"]
+__all__ = ["DIAGNOSTICS_CAPABILITY", "PARTS_TAG", "base64_bytes", "decode_parts", "new_options", "response_json"]
 
 PARTS_TAG: Final = "$parts"
+DIAGNOSTICS_CAPABILITY: Final = "content-diagnostics"
 _MEMBERS: Final = {
     "text": frozenset({"type", "text"}),
     "image": frozenset({"type", "mediaType", "base64", "url"}),
@@ -90,3 +96,8 @@ def response_json(value: Any, write: Callable[[Any], str] = to_json) -> str:
         return write(value)
     except ToolCallClosureError:
         return write(base64_bytes(value))
+
+
+def new_options(capabilities: Collection[str]) -> tuple[OptionSpec | FlagSpec, ...]:
+    """The options ``new`` reads: the limits, and the flags with capability ``content-diagnostics`` (D26)."""
+    return (*TABLE.options, *TABLE.flags) if DIAGNOSTICS_CAPABILITY in capabilities else TABLE.options

@@ -26,7 +26,7 @@ the session: the server stops writing and reports the error to :func:`serve`'s c
 Everything added to protocol v1 after its first publication is a capability (:data:`CAPABILITIES`).  A server
 made with fewer answers as v1 did without them (an unknown tag, cmd or method; ``begin`` ignoring a second
 argument; ``$undefined`` only in ``args``): the frozen v1 subject the tests keep passing every vector it does not
-skip.  With ``agents``, requests naming an agent run on that agent's thread (:mod:`.serve_agents`).
+skip.  ``agents``: requests naming an agent run on that agent's thread (:mod:`.serve_agents`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from tool_call_closure import values as _values
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.closure import ToolCallClosure, _closure_with_machine, to_json
 from tool_call_closure.conformance.export_options import export_keywords, split_options
-from tool_call_closure.conformance.parts_wire import PARTS_TAG, decode_parts, response_json
+from tool_call_closure.conformance.parts_wire import PARTS_TAG, decode_parts, new_options, response_json
 from tool_call_closure.conformance.serve_agents import Agents, LockedOutput
 from tool_call_closure.conformance.wire import MAX_DEPTH, MAX_SAFE, may_nest_deeper, nesting_depth, parse_request_line
 from tool_call_closure.ecma import to_js_string
@@ -73,8 +73,7 @@ __all__ = [
 
 PROTOCOL_VERSION: Final = 1
 IMPLEMENTATION: Final = {"name": "tool-call-closure", "language": "python", "version": __version__}
-# The optional protocol features this subject has (spec/protocol.md, Capabilities): a subject written before an
-# addition, which does not list it, keeps passing every vector it runs (a runner skips those that need it).
+# The optional protocol features this subject has (spec/protocol.md, Capabilities): a runner skips what needs others.
 CAPABILITIES: Final = (
     "hook",
     "tamper",
@@ -86,6 +85,7 @@ CAPABILITIES: Final = (
     "agents",
     "content-parts",
     "export-options",
+    "content-diagnostics",
 )
 # The methods that exist only for a subject with a capability: without it they are unknown (ProtocolError).
 METHOD_CAPABILITIES: Final = {
@@ -431,7 +431,7 @@ class Server:
             if not is_object(options):
                 self._error(request_id, 0, "TypeError", "options must be an object")
                 return
-            given = {o.python: read_key(options, o.id) for o in TABLE.options}
+            given = {o.python: read_key(options, o.id) for o in new_options(self.capabilities)}
             kwargs = {name: (None if value is ABSENT else value) for name, value in given.items()}
             self._closure = _closure_with_machine(self._machine, **kwargs)
             self._closure._trace = self.trace

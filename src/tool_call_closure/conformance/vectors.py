@@ -53,7 +53,7 @@ from tool_call_closure.conformance.serve import (
     parse_request_line,
 )
 from tool_call_closure.conformance.subject import InProcessSubject
-from tool_call_closure.machine.table import TABLE_TEXT
+from tool_call_closure.machine.table import TABLE, TABLE_TEXT
 from tool_call_closure.spec_files import spec_path
 
 __all__ = [
@@ -224,6 +224,12 @@ def _settlement_events(value: Any, events: set[str]) -> None:
             _settlement_events(item, events)
 
 
+# Diagnostic reasons that no row rejects with: recorded by an accepted settlement (media_moved, D26).
+_RECORDED_ONLY: Final = frozenset(TABLE.reasons) - {
+    r.result.name for r in TABLE.transitions if r.result is not None and r.result.kind == "reject"
+}
+
+
 def _covers(trace: list[str], steps: list[dict[str, Any]]) -> dict[str, list[str]]:
     reasons: set[str] = set()
     errors: set[str] = set()
@@ -235,6 +241,8 @@ def _covers(trace: list[str], steps: list[dict[str, Any]]) -> dict[str, list[str
             _settlement_events(ok, events)
             if isinstance(ok, dict) and ok.get("accepted") is False and isinstance(ok.get("reason"), str):
                 reasons.add(ok["reason"])
+            if isinstance(ok, dict) and isinstance(ok.get("diagnostics"), list):  # a reason no rejection gives (D26)
+                reasons.update(d.get("reason") for d in ok["diagnostics"] if d.get("reason") in _RECORDED_ONLY)
             error = response.get("error")
             if isinstance(error, dict):
                 kinds.add(str(error.get("kind")))
@@ -297,7 +305,8 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
     Observed, never claimed: ``hook`` for a ``$hook`` tag, ``tamper`` for a ``tamper`` request, ``turn-guard``
     (:func:`uses_turn_guard`), ``gemini-export`` and ``bedrock-export`` for a call of those methods (a hook's
     nested requests included), ``export-options`` for such a call given options (:mod:`.export_options`),
-    ``content-parts`` for a ``$parts`` tag, ``undefined-properties`` for a member
+    ``content-parts`` for a ``$parts`` tag, ``content-diagnostics`` for a ``new`` whose options name a flag
+    option (``textOnlyToolResults``, D26), ``undefined-properties`` for a member
     that is ``{"$undefined":true}`` (where protocol v1 as first published refused it), and ``nesting-limit``
     for a request line nested deeper than :data:`~.serve.MAX_DEPTH`.  A request given as text is read as the
     subject reads it.
@@ -320,6 +329,8 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
             found.add("nesting-limit")
         if isinstance(request, dict) and request.get("cmd") == "tamper":
             found.add("tamper")
+        if _names_a_flag(request):
+            found.add("content-diagnostics")
         if request_agent(request) is not None:
             found.add("agents")
         parsed.append(request)
@@ -339,6 +350,12 @@ def required_capabilities(requests: Iterable[Any]) -> set[str]:
         elif isinstance(value, list):
             pending.extend(value)
     return found
+
+
+def _names_a_flag(request: Any) -> bool:
+    """Whether ``request`` is a ``new`` whose options have a member named after a flag option (D26)."""
+    options = request.get("options") if isinstance(request, dict) and request.get("cmd") == "new" else None
+    return isinstance(options, dict) and any(flag.id in options for flag in TABLE.flags)
 
 
 def _is_undefined_tag(value: Any) -> bool:

@@ -85,6 +85,7 @@ _REASONS: Final = (
     "duplicate_settlement",
     "pending_calls",
     "stale_turn",
+    "media_moved",  # not a rejection: an accepted success's record with textOnlyToolResults (deviation D26)
 )
 _OBSERVED: Final = ("success", "error", "cancelled", "invalid", None)
 _SIDE_EFFECTS: Final = ("unknown", "not_started")
@@ -130,9 +131,11 @@ def _diagnostics_json(records: Sequence[DiagnosticRecord]) -> list[dict[str, Any
     return [dict(zip(_DIAGNOSTIC_KEYS, record, strict=True)) for record in records]
 
 
-def limits_json(limits: Limits) -> dict[str, int]:
-    """The limits under the table's option ids (``maxCalls`` …)."""
-    return {option.id: getattr(limits, option.python) for option in TABLE.options}
+def limits_json(limits: Limits) -> dict[str, int | bool]:
+    """The limits under the table's option ids (``maxCalls`` …); a flag (D26) only when set, so an image of a
+    closure without one is the same text as before the flags existed."""
+    flags = {flag.id: True for flag in TABLE.flags if getattr(limits, flag.python)}
+    return {**{option.id: getattr(limits, option.python) for option in TABLE.options}, **flags}
 
 
 def header_of(
@@ -252,8 +255,13 @@ def _parse(image: object) -> tuple[Limits, Run | None, list[DiagnosticRecord]]:
 
 
 def _limits(value: object) -> Limits:
-    limits = _dict(value, "limits", [option.id for option in TABLE.options])
-    return Limits(**{option.python: _int(limits[option.id], f"limits.{option.id}", 1) for option in TABLE.options})
+    present = [flag.id for flag in TABLE.flags if type(value) is dict and flag.id in value]
+    limits = _dict(value, "limits", [option.id for option in TABLE.options] + present)
+    numbers: dict[str, Any] = {o.python: _int(limits[o.id], f"limits.{o.id}", 1) for o in TABLE.options}
+    for flag in TABLE.flags:  # written only when set (limits_json): present means true
+        if flag.id in present and limits[flag.id] is not True:
+            raise _invalid(f"limits.{flag.id}", "must be true when present (an unset flag is left out)")
+    return Limits(**numbers, **{flag.python: flag.id in present for flag in TABLE.flags})
 
 
 def _diagnostic_records(value: object, where: str, limits: Limits) -> list[DiagnosticRecord]:
@@ -406,7 +414,8 @@ def closure_of(image: Mapping[str, Any]) -> ToolCallClosure:
     the imaged instance are look-alikes here (``stale_generation``).
     """
     limits, run, diagnostics = _parse(image)
-    closure = ToolCallClosure(**{option.python: getattr(limits, option.python) for option in TABLE.options})
+    names = [option.python for option in TABLE.options] + [flag.python for flag in TABLE.flags]
+    closure = ToolCallClosure(**{name: getattr(limits, name) for name in names})
     closure._with_committed_state(run, diagnostics)
     return closure
 

@@ -49,7 +49,6 @@ from tool_call_closure.machine.context import (
     SealContext,
     SettleContext,
     draft_from,
-    install_call,
     install_fields,
     reentry_error,
 )
@@ -58,8 +57,8 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
-TABLE_SHA256: Final = "3d2dc8b7b98360dd425fd669771518360b6a057c8625428f073871a92e387a52"
-SOURCES_SHA256: Final = "20c394335b877d3726ae3555903d8a0a570ced4bd4e9be2449e823fb947e96f5"
+TABLE_SHA256: Final = "bc6a3b10c83e3eaf02a468724e957a9ce7e87ee55f900348a195c0ab1b8f1b88"
+SOURCES_SHA256: Final = "ecbe08b5540e262cb194347df46a6e5b88f12a165800f8d2757ee661ba4374f0"
 
 
 def spill_BeginContext(
@@ -675,51 +674,118 @@ def enter_settle(
             # state that reaches here, and nothing has been written since
             # --- phase commit (locked)
             # not reached in state none, complete, error, cancelled: an earlier phase of this acquisition ended there
-            # settle.commit.record  (SET-10, RE-5)
-            if trace is not None:
-                trace.append("settle.commit.record")
-            # effect record_settlement: inlined from tool_call_closure.machine.semantics.record_settlement
-            effect_record_settlement__machine = closure._machine
-            effect_record_settlement__run = closure._run
-            assert effect_record_settlement__run is not None
-            effect_record_settlement__settlement = settlement
-            assert effect_record_settlement__settlement is not None
-            effect_record_settlement__position = effect_record_settlement__run.index[call_id]
-            effect_record_settlement__call = effect_record_settlement__run.calls[effect_record_settlement__position]
-            (
-                effect_record_settlement__identifier,
-                effect_record_settlement__name,
-                effect_record_settlement__state,
-                effect_record_settlement___before,
-            ) = effect_record_settlement__call
-            effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
-            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                "record_settlement"
-            ].get((effect_record_settlement__state, effect_record_settlement__status))
-            if effect_record_settlement__target is None:
-                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                    effect_record_settlement__call,
-                    effect_record_settlement__machine.call_events["record_settlement"][
-                        effect_record_settlement__status
-                    ],
-                    effect_record_settlement__settlement,
-                )
-            else:
-                effect_record_settlement__call = (
+            # guard moves_media: inlined from tool_call_closure.machine.semantics.moves_media
+            guard_moves_media__settlement = settlement
+            if (
+                closure._limits.text_only_tool_results
+                and guard_moves_media__settlement is not None
+                and semantics_._has_media(guard_moves_media__settlement[semantics_.CONTENT])
+            ):
+                # settle.commit.media_moved  (SET-10, RE-5, D26)
+                if trace is not None:
+                    trace.append("settle.commit.media_moved")
+                # effect record_settlement: inlined from tool_call_closure.machine.semantics.record_settlement
+                effect_record_settlement__machine = closure._machine
+                effect_record_settlement__run = closure._run
+                assert effect_record_settlement__run is not None
+                effect_record_settlement__settlement = settlement
+                assert effect_record_settlement__settlement is not None
+                effect_record_settlement__position = effect_record_settlement__run.index[call_id]
+                effect_record_settlement__call = effect_record_settlement__run.calls[effect_record_settlement__position]
+                (
                     effect_record_settlement__identifier,
                     effect_record_settlement__name,
-                    effect_record_settlement__target,
-                    effect_record_settlement__settlement,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_record_settlement__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_record_settlement__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                # effect record_media_moved: inlined from tool_call_closure.machine.semantics.record_media_moved
+                effect_record_media_moved__staged = staged_call
+                assert effect_record_media_moved__staged is not None
+                effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                effect_record_media_moved__aside.calls[effect_record_media_moved__staged[0]] = (
+                    effect_record_media_moved__staged[1]
                 )
-            staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-            # result accepted: inlined from tool_call_closure.machine.semantics._accepted
-            assert settlement is not None
-            assert reject_generation is not None
-            # built from the draft, before the install
-            result = semantics_.accepted_view(reject_generation, call_id, settlement)
-            # the commit takes effect: one assignment, after everything that can fail
-            install_fields(closure, draft, staged_call)
-            return result
+                effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                    effect_record_media_moved__aside.diagnostics = [
+                        *effect_record_media_moved__diagnostics,
+                        ("media_moved", call_id, effect_record_media_moved__aside.generation, "success"),
+                    ]
+                staged_call = None
+                # result accepted: inlined from tool_call_closure.machine.semantics._accepted
+                assert settlement is not None
+                assert reject_generation is not None
+                # built from the draft, before the install
+                result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                # the commit takes effect: one assignment, after everything that can fail
+                install_fields(closure, draft, staged_call)
+                return result
+            else:
+                # settle.commit.record  (SET-10, RE-5)
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                # effect record_settlement: inlined from tool_call_closure.machine.semantics.record_settlement
+                effect_record_settlement__machine = closure._machine
+                effect_record_settlement__run = closure._run
+                assert effect_record_settlement__run is not None
+                effect_record_settlement__settlement = settlement
+                assert effect_record_settlement__settlement is not None
+                effect_record_settlement__position = effect_record_settlement__run.index[call_id]
+                effect_record_settlement__call = effect_record_settlement__run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_record_settlement__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_record_settlement__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                # result accepted: inlined from tool_call_closure.machine.semantics._accepted
+                assert settlement is not None
+                assert reject_generation is not None
+                # built from the draft, before the install
+                result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                # the commit takes effect: one assignment, after everything that can fail
+                install_fields(closure, draft, staged_call)
+                return result
     else:
         # --- phase admit: under the lock, in one acquisition
         lock = closure._lock
@@ -969,51 +1035,122 @@ def enter_settle(
             if state == "none":
                 pass  # no row: on to the next phase
             elif state == "open":
-                # settle.commit.record  (SET-10, RE-5)
-                if trace is not None:
-                    trace.append("settle.commit.record")
-                # effect record_settlement: inlined from tool_call_closure.machine.semantics.record_settlement
-                effect_record_settlement__machine = closure._machine
-                effect_record_settlement__run = closure._run
-                assert effect_record_settlement__run is not None
-                effect_record_settlement__settlement = settlement
-                assert effect_record_settlement__settlement is not None
-                effect_record_settlement__position = effect_record_settlement__run.index[call_id]
-                effect_record_settlement__call = effect_record_settlement__run.calls[effect_record_settlement__position]
-                (
-                    effect_record_settlement__identifier,
-                    effect_record_settlement__name,
-                    effect_record_settlement__state,
-                    effect_record_settlement___before,
-                ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
-                if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_record_settlement__settlement,
-                    )
-                else:
-                    effect_record_settlement__call = (
+                # guard moves_media: inlined from tool_call_closure.machine.semantics.moves_media
+                guard_moves_media__settlement = settlement
+                if (
+                    closure._limits.text_only_tool_results
+                    and guard_moves_media__settlement is not None
+                    and semantics_._has_media(guard_moves_media__settlement[semantics_.CONTENT])
+                ):
+                    # settle.commit.media_moved  (SET-10, RE-5, D26)
+                    if trace is not None:
+                        trace.append("settle.commit.media_moved")
+                    # effect record_settlement: inlined from tool_call_closure.machine.semantics.record_settlement
+                    effect_record_settlement__machine = closure._machine
+                    effect_record_settlement__run = closure._run
+                    assert effect_record_settlement__run is not None
+                    effect_record_settlement__settlement = settlement
+                    assert effect_record_settlement__settlement is not None
+                    effect_record_settlement__position = effect_record_settlement__run.index[call_id]
+                    effect_record_settlement__call = effect_record_settlement__run.calls[
+                        effect_record_settlement__position
+                    ]
+                    (
                         effect_record_settlement__identifier,
                         effect_record_settlement__name,
-                        effect_record_settlement__target,
-                        effect_record_settlement__settlement,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_record_settlement__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_record_settlement__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    # effect record_media_moved: inlined from tool_call_closure.machine.semantics.record_media_moved
+                    effect_record_media_moved__staged = staged_call
+                    assert effect_record_media_moved__staged is not None
+                    effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                    effect_record_media_moved__aside.calls[effect_record_media_moved__staged[0]] = (
+                        effect_record_media_moved__staged[1]
                     )
-                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                # result accepted: inlined from tool_call_closure.machine.semantics._accepted
-                assert settlement is not None
-                assert reject_generation is not None
-                # built from the draft, before the install
-                result = semantics_.accepted_view(reject_generation, call_id, settlement)
-                # the commit takes effect: one assignment, after everything that can fail
-                install_fields(closure, draft, staged_call)
-                return result
+                    effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                    if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                        effect_record_media_moved__aside.diagnostics = [
+                            *effect_record_media_moved__diagnostics,
+                            ("media_moved", call_id, effect_record_media_moved__aside.generation, "success"),
+                        ]
+                    staged_call = None
+                    # result accepted: inlined from tool_call_closure.machine.semantics._accepted
+                    assert settlement is not None
+                    assert reject_generation is not None
+                    # built from the draft, before the install
+                    result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                    # the commit takes effect: one assignment, after everything that can fail
+                    install_fields(closure, draft, staged_call)
+                    return result
+                else:
+                    # settle.commit.record  (SET-10, RE-5)
+                    if trace is not None:
+                        trace.append("settle.commit.record")
+                    # effect record_settlement: inlined from tool_call_closure.machine.semantics.record_settlement
+                    effect_record_settlement__machine = closure._machine
+                    effect_record_settlement__run = closure._run
+                    assert effect_record_settlement__run is not None
+                    effect_record_settlement__settlement = settlement
+                    assert effect_record_settlement__settlement is not None
+                    effect_record_settlement__position = effect_record_settlement__run.index[call_id]
+                    effect_record_settlement__call = effect_record_settlement__run.calls[
+                        effect_record_settlement__position
+                    ]
+                    (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_record_settlement__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_record_settlement__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_record_settlement__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    # result accepted: inlined from tool_call_closure.machine.semantics._accepted
+                    assert settlement is not None
+                    assert reject_generation is not None
+                    # built from the draft, before the install
+                    result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                    # the commit takes effect: one assignment, after everything that can fail
+                    install_fields(closure, draft, staged_call)
+                    return result
     # no row ended the operation: the table's default
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -1900,6 +2037,8 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
     Fixed: method='settle', fixed_status=None, content=ABSENT, message=ABSENT, message_is_error=False,
     code=ABSENT, default_code=''.
     """
+    draft: Run | None = None
+    staged_call: tuple[int, CallRecord] | None = None
     reject_generation: int | None = None
     preview: str | None = None
     effect_normalize_outcome__settlement: semantics_.SettlementRecord
@@ -2088,45 +2227,107 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
         if state == "none":
             pass
         elif state == "open":
-            if trace is not None:
-                trace.append("settle.commit.record")
-            effect_record_settlement__machine = closure._machine
-            assert run is not None
-            assert effect_normalize_outcome__settlement is not None
-            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
-            effect_record_settlement__call = run.calls[effect_record_settlement__position]
-            (
-                effect_record_settlement__identifier,
-                effect_record_settlement__name,
-                effect_record_settlement__state,
-                effect_record_settlement___before,
-            ) = effect_record_settlement__call
-            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                "record_settlement"
-            ].get((effect_record_settlement__state, effect_record_settlement__status))
-            if effect_record_settlement__target is None:
-                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                    effect_record_settlement__call,
-                    effect_record_settlement__machine.call_events["record_settlement"][
-                        effect_record_settlement__status
-                    ],
-                    effect_normalize_outcome__settlement,
-                )
-            else:
-                effect_record_settlement__call = (
+            if (
+                closure._limits.text_only_tool_results
+                and effect_normalize_outcome__settlement is not None
+                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+            ):
+                if trace is not None:
+                    trace.append("settle.commit.media_moved")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
                     effect_record_settlement__identifier,
                     effect_record_settlement__name,
-                    effect_record_settlement__target,
-                    effect_normalize_outcome__settlement,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert staged_call is not None
+                effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
+                effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                    effect_record_media_moved__aside.diagnostics = [
+                        *effect_record_media_moved__diagnostics,
+                        (
+                            "media_moved",
+                            effect_validate_call_id__call_id,
+                            effect_record_media_moved__aside.generation,
+                            "success",
+                        ),
+                    ]
+                staged_call = None
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-            assert effect_normalize_outcome__settlement is not None
-            assert reject_generation is not None
-            result = semantics_.accepted_view(
-                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-            )
-            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
-            return result
+                install_fields(closure, draft, None)
+                return result
+            else:
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                )
+                install_fields(closure, draft, staged_call)
+                return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
@@ -2137,6 +2338,8 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
     Fixed: method='succeed', outcome=ABSENT, fixed_status='success', message=ABSENT,
     message_is_error=False, code=ABSENT, default_code=''.
     """
+    draft: Run | None = None
+    staged_call: tuple[int, CallRecord] | None = None
     reject_generation: int | None = None
     effect_normalize_outcome__settlement: semantics_.SettlementRecord
     trace = closure._trace
@@ -2247,45 +2450,107 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                 None,
                 None,
             )
-            if trace is not None:
-                trace.append("settle.commit.record")
-            effect_record_settlement__machine = closure._machine
-            assert run is not None
-            assert effect_normalize_outcome__settlement is not None
-            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
-            effect_record_settlement__call = run.calls[effect_record_settlement__position]
-            (
-                effect_record_settlement__identifier,
-                effect_record_settlement__name,
-                effect_record_settlement__state,
-                effect_record_settlement___before,
-            ) = effect_record_settlement__call
-            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                "record_settlement"
-            ].get((effect_record_settlement__state, effect_record_settlement__status))
-            if effect_record_settlement__target is None:
-                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                    effect_record_settlement__call,
-                    effect_record_settlement__machine.call_events["record_settlement"][
-                        effect_record_settlement__status
-                    ],
-                    effect_normalize_outcome__settlement,
-                )
-            else:
-                effect_record_settlement__call = (
+            if (
+                closure._limits.text_only_tool_results
+                and effect_normalize_outcome__settlement is not None
+                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+            ):
+                if trace is not None:
+                    trace.append("settle.commit.media_moved")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
                     effect_record_settlement__identifier,
                     effect_record_settlement__name,
-                    effect_record_settlement__target,
-                    effect_normalize_outcome__settlement,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert staged_call is not None
+                effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
+                effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                    effect_record_media_moved__aside.diagnostics = [
+                        *effect_record_media_moved__diagnostics,
+                        (
+                            "media_moved",
+                            effect_validate_call_id__call_id,
+                            effect_record_media_moved__aside.generation,
+                            "success",
+                        ),
+                    ]
+                staged_call = None
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-            assert effect_normalize_outcome__settlement is not None
-            assert reject_generation is not None
-            result = semantics_.accepted_view(
-                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-            )
-            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
-            return result
+                install_fields(closure, draft, None)
+                return result
+            else:
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                )
+                install_fields(closure, draft, staged_call)
+                return result
     else:
         lock = closure._lock
         if lock._is_owned():
@@ -2428,45 +2693,107 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
             if state == "none":
                 pass
             elif state == "open":
-                if trace is not None:
-                    trace.append("settle.commit.record")
-                effect_record_settlement__machine = closure._machine
-                assert run is not None
-                assert effect_normalize_outcome__settlement is not None
-                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
-                effect_record_settlement__call = run.calls[effect_record_settlement__position]
-                (
-                    effect_record_settlement__identifier,
-                    effect_record_settlement__name,
-                    effect_record_settlement__state,
-                    effect_record_settlement___before,
-                ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
-                if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
-                    )
-                else:
-                    effect_record_settlement__call = (
+                if (
+                    closure._limits.text_only_tool_results
+                    and effect_normalize_outcome__settlement is not None
+                    and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+                ):
+                    if trace is not None:
+                        trace.append("settle.commit.media_moved")
+                    effect_record_settlement__machine = closure._machine
+                    assert run is not None
+                    assert effect_normalize_outcome__settlement is not None
+                    effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                    effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                    (
                         effect_record_settlement__identifier,
                         effect_record_settlement__name,
-                        effect_record_settlement__target,
-                        effect_normalize_outcome__settlement,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_normalize_outcome__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_normalize_outcome__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    assert staged_call is not None
+                    effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                    effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
+                    effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                    if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                        effect_record_media_moved__aside.diagnostics = [
+                            *effect_record_media_moved__diagnostics,
+                            (
+                                "media_moved",
+                                effect_validate_call_id__call_id,
+                                effect_record_media_moved__aside.generation,
+                                "success",
+                            ),
+                        ]
+                    staged_call = None
+                    assert effect_normalize_outcome__settlement is not None
+                    assert reject_generation is not None
+                    result = semantics_.accepted_view(
+                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                assert effect_normalize_outcome__settlement is not None
-                assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
-                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
-                return result
+                    install_fields(closure, draft, None)
+                    return result
+                else:
+                    if trace is not None:
+                        trace.append("settle.commit.record")
+                    effect_record_settlement__machine = closure._machine
+                    assert run is not None
+                    assert effect_normalize_outcome__settlement is not None
+                    effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                    effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                    (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_normalize_outcome__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_normalize_outcome__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    assert effect_normalize_outcome__settlement is not None
+                    assert reject_generation is not None
+                    result = semantics_.accepted_view(
+                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                    )
+                    install_fields(closure, draft, staged_call)
+                    return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
@@ -2477,6 +2804,8 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
     Fixed: method='fail', outcome=ABSENT, fixed_status='error', content=ABSENT, message_is_error=True,
     default_code='tool_error'.
     """
+    draft: Run | None = None
+    staged_call: tuple[int, CallRecord] | None = None
     reject_generation: int | None = None
     effect_normalize_outcome__settlement: semantics_.SettlementRecord
     trace = closure._trace
@@ -2578,45 +2907,107 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                 effect_normalize_outcome__message,
                 None,
             )
-            if trace is not None:
-                trace.append("settle.commit.record")
-            effect_record_settlement__machine = closure._machine
-            assert run is not None
-            assert effect_normalize_outcome__settlement is not None
-            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
-            effect_record_settlement__call = run.calls[effect_record_settlement__position]
-            (
-                effect_record_settlement__identifier,
-                effect_record_settlement__name,
-                effect_record_settlement__state,
-                effect_record_settlement___before,
-            ) = effect_record_settlement__call
-            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                "record_settlement"
-            ].get((effect_record_settlement__state, effect_record_settlement__status))
-            if effect_record_settlement__target is None:
-                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                    effect_record_settlement__call,
-                    effect_record_settlement__machine.call_events["record_settlement"][
-                        effect_record_settlement__status
-                    ],
-                    effect_normalize_outcome__settlement,
-                )
-            else:
-                effect_record_settlement__call = (
+            if (
+                closure._limits.text_only_tool_results
+                and effect_normalize_outcome__settlement is not None
+                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+            ):
+                if trace is not None:
+                    trace.append("settle.commit.media_moved")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
                     effect_record_settlement__identifier,
                     effect_record_settlement__name,
-                    effect_record_settlement__target,
-                    effect_normalize_outcome__settlement,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert staged_call is not None
+                effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
+                effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                    effect_record_media_moved__aside.diagnostics = [
+                        *effect_record_media_moved__diagnostics,
+                        (
+                            "media_moved",
+                            effect_validate_call_id__call_id,
+                            effect_record_media_moved__aside.generation,
+                            "success",
+                        ),
+                    ]
+                staged_call = None
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-            assert effect_normalize_outcome__settlement is not None
-            assert reject_generation is not None
-            result = semantics_.accepted_view(
-                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-            )
-            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
-            return result
+                install_fields(closure, draft, None)
+                return result
+            else:
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                )
+                install_fields(closure, draft, staged_call)
+                return result
     else:
         lock = closure._lock
         if lock._is_owned():
@@ -2758,45 +3149,107 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
             if state == "none":
                 pass
             elif state == "open":
-                if trace is not None:
-                    trace.append("settle.commit.record")
-                effect_record_settlement__machine = closure._machine
-                assert run is not None
-                assert effect_normalize_outcome__settlement is not None
-                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
-                effect_record_settlement__call = run.calls[effect_record_settlement__position]
-                (
-                    effect_record_settlement__identifier,
-                    effect_record_settlement__name,
-                    effect_record_settlement__state,
-                    effect_record_settlement___before,
-                ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
-                if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
-                    )
-                else:
-                    effect_record_settlement__call = (
+                if (
+                    closure._limits.text_only_tool_results
+                    and effect_normalize_outcome__settlement is not None
+                    and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+                ):
+                    if trace is not None:
+                        trace.append("settle.commit.media_moved")
+                    effect_record_settlement__machine = closure._machine
+                    assert run is not None
+                    assert effect_normalize_outcome__settlement is not None
+                    effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                    effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                    (
                         effect_record_settlement__identifier,
                         effect_record_settlement__name,
-                        effect_record_settlement__target,
-                        effect_normalize_outcome__settlement,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_normalize_outcome__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_normalize_outcome__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    assert staged_call is not None
+                    effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                    effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
+                    effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                    if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                        effect_record_media_moved__aside.diagnostics = [
+                            *effect_record_media_moved__diagnostics,
+                            (
+                                "media_moved",
+                                effect_validate_call_id__call_id,
+                                effect_record_media_moved__aside.generation,
+                                "success",
+                            ),
+                        ]
+                    staged_call = None
+                    assert effect_normalize_outcome__settlement is not None
+                    assert reject_generation is not None
+                    result = semantics_.accepted_view(
+                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                assert effect_normalize_outcome__settlement is not None
-                assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
-                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
-                return result
+                    install_fields(closure, draft, None)
+                    return result
+                else:
+                    if trace is not None:
+                        trace.append("settle.commit.record")
+                    effect_record_settlement__machine = closure._machine
+                    assert run is not None
+                    assert effect_normalize_outcome__settlement is not None
+                    effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                    effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                    (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_normalize_outcome__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_normalize_outcome__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    assert effect_normalize_outcome__settlement is not None
+                    assert reject_generation is not None
+                    result = semantics_.accepted_view(
+                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                    )
+                    install_fields(closure, draft, staged_call)
+                    return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
@@ -2807,6 +3260,8 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
     Fixed: method='cancel', outcome=ABSENT, fixed_status='cancelled', content=ABSENT,
     message_is_error=False, default_code='cancelled'.
     """
+    draft: Run | None = None
+    staged_call: tuple[int, CallRecord] | None = None
     reject_generation: int | None = None
     effect_normalize_outcome__settlement: semantics_.SettlementRecord
     trace = closure._trace
@@ -2912,45 +3367,107 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                 effect_normalize_outcome__message,
                 None,
             )
-            if trace is not None:
-                trace.append("settle.commit.record")
-            effect_record_settlement__machine = closure._machine
-            assert run is not None
-            assert effect_normalize_outcome__settlement is not None
-            effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
-            effect_record_settlement__call = run.calls[effect_record_settlement__position]
-            (
-                effect_record_settlement__identifier,
-                effect_record_settlement__name,
-                effect_record_settlement__state,
-                effect_record_settlement___before,
-            ) = effect_record_settlement__call
-            effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-            effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                "record_settlement"
-            ].get((effect_record_settlement__state, effect_record_settlement__status))
-            if effect_record_settlement__target is None:
-                effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                    effect_record_settlement__call,
-                    effect_record_settlement__machine.call_events["record_settlement"][
-                        effect_record_settlement__status
-                    ],
-                    effect_normalize_outcome__settlement,
-                )
-            else:
-                effect_record_settlement__call = (
+            if (
+                closure._limits.text_only_tool_results
+                and effect_normalize_outcome__settlement is not None
+                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+            ):
+                if trace is not None:
+                    trace.append("settle.commit.media_moved")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
                     effect_record_settlement__identifier,
                     effect_record_settlement__name,
-                    effect_record_settlement__target,
-                    effect_normalize_outcome__settlement,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert staged_call is not None
+                effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
+                effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                    effect_record_media_moved__aside.diagnostics = [
+                        *effect_record_media_moved__diagnostics,
+                        (
+                            "media_moved",
+                            effect_validate_call_id__call_id,
+                            effect_record_media_moved__aside.generation,
+                            "success",
+                        ),
+                    ]
+                staged_call = None
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-            assert effect_normalize_outcome__settlement is not None
-            assert reject_generation is not None
-            result = semantics_.accepted_view(
-                reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-            )
-            install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
-            return result
+                install_fields(closure, draft, None)
+                return result
+            else:
+                if trace is not None:
+                    trace.append("settle.commit.record")
+                effect_record_settlement__machine = closure._machine
+                assert run is not None
+                assert effect_normalize_outcome__settlement is not None
+                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                (
+                    effect_record_settlement__identifier,
+                    effect_record_settlement__name,
+                    effect_record_settlement__state,
+                    effect_record_settlement___before,
+                ) = effect_record_settlement__call
+                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                    "record_settlement"
+                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                if effect_record_settlement__target is None:
+                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                        effect_record_settlement__call,
+                        effect_record_settlement__machine.call_events["record_settlement"][
+                            effect_record_settlement__status
+                        ],
+                        effect_normalize_outcome__settlement,
+                    )
+                else:
+                    effect_record_settlement__call = (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__target,
+                        effect_normalize_outcome__settlement,
+                    )
+                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                assert effect_normalize_outcome__settlement is not None
+                assert reject_generation is not None
+                result = semantics_.accepted_view(
+                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                )
+                install_fields(closure, draft, staged_call)
+                return result
     else:
         lock = closure._lock
         if lock._is_owned():
@@ -3096,45 +3613,107 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
             if state == "none":
                 pass
             elif state == "open":
-                if trace is not None:
-                    trace.append("settle.commit.record")
-                effect_record_settlement__machine = closure._machine
-                assert run is not None
-                assert effect_normalize_outcome__settlement is not None
-                effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
-                effect_record_settlement__call = run.calls[effect_record_settlement__position]
-                (
-                    effect_record_settlement__identifier,
-                    effect_record_settlement__name,
-                    effect_record_settlement__state,
-                    effect_record_settlement___before,
-                ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
-                if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
-                    )
-                else:
-                    effect_record_settlement__call = (
+                if (
+                    closure._limits.text_only_tool_results
+                    and effect_normalize_outcome__settlement is not None
+                    and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+                ):
+                    if trace is not None:
+                        trace.append("settle.commit.media_moved")
+                    effect_record_settlement__machine = closure._machine
+                    assert run is not None
+                    assert effect_normalize_outcome__settlement is not None
+                    effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                    effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                    (
                         effect_record_settlement__identifier,
                         effect_record_settlement__name,
-                        effect_record_settlement__target,
-                        effect_normalize_outcome__settlement,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_normalize_outcome__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_normalize_outcome__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    assert staged_call is not None
+                    effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
+                    effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
+                    effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
+                    if len(effect_record_media_moved__diagnostics) < closure._limits.max_diagnostics:
+                        effect_record_media_moved__aside.diagnostics = [
+                            *effect_record_media_moved__diagnostics,
+                            (
+                                "media_moved",
+                                effect_validate_call_id__call_id,
+                                effect_record_media_moved__aside.generation,
+                                "success",
+                            ),
+                        ]
+                    staged_call = None
+                    assert effect_normalize_outcome__settlement is not None
+                    assert reject_generation is not None
+                    result = semantics_.accepted_view(
+                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                assert effect_normalize_outcome__settlement is not None
-                assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
-                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
-                return result
+                    install_fields(closure, draft, None)
+                    return result
+                else:
+                    if trace is not None:
+                        trace.append("settle.commit.record")
+                    effect_record_settlement__machine = closure._machine
+                    assert run is not None
+                    assert effect_normalize_outcome__settlement is not None
+                    effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
+                    effect_record_settlement__call = run.calls[effect_record_settlement__position]
+                    (
+                        effect_record_settlement__identifier,
+                        effect_record_settlement__name,
+                        effect_record_settlement__state,
+                        effect_record_settlement___before,
+                    ) = effect_record_settlement__call
+                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
+                        "record_settlement"
+                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    if effect_record_settlement__target is None:
+                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                            effect_record_settlement__call,
+                            effect_record_settlement__machine.call_events["record_settlement"][
+                                effect_record_settlement__status
+                            ],
+                            effect_normalize_outcome__settlement,
+                        )
+                    else:
+                        effect_record_settlement__call = (
+                            effect_record_settlement__identifier,
+                            effect_record_settlement__name,
+                            effect_record_settlement__target,
+                            effect_normalize_outcome__settlement,
+                        )
+                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
+                    assert effect_normalize_outcome__settlement is not None
+                    assert reject_generation is not None
+                    result = semantics_.accepted_view(
+                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
+                    )
+                    install_fields(closure, draft, staged_call)
+                    return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 

@@ -62,6 +62,7 @@ __all__ = [
     "observed_status",
     "plain_close_reason",
     "read_key",
+    "refuse_misread_pairing_id",
     "refuse_unknown_keys",
     "safe_positive_int",
     "same_plain_string",
@@ -264,3 +265,40 @@ def plain_close_reason(reason: object, limits: Limits, texts: Mapping[str, str])
     else:
         message = to_js_string_truncated(message, limit)
     return (status, code, message, state)
+
+
+# --------------------------------------------------------------------------- begin: a provider item misread (D9)
+
+
+def refuse_misread_pairing_id(call: object, call_id: str, index: int) -> None:
+    """Deviation D9: an entry whose ``call_id`` differs from its ``id`` is a provider item begin would misread.
+
+    An OpenAI Responses ``function_call`` item has ``id`` (``fc_…``) *and*
+    ``call_id`` (``call_…``); its result must carry ``call_id``.  Announcing it
+    under ``id`` would export results the provider refuses, so it is refused
+    here, after the original's own checks of the entry.
+
+    ``call_id`` is read only where reading it runs no caller code the original
+    would not run: from a plain ``dict``, and from an object whose *class*
+    declares a ``call_id`` field (an SDK model, a dataclass, an annotated
+    class), found without touching the instance.  Any other entry is read
+    exactly as the original reads it (``id``, then ``name``).
+    """
+    if type(call) is dict:
+        pairing_id = call.get("call_id", ABSENT)
+    elif _class_declares(type(call), "call_id"):
+        pairing_id = read_key(call, "call_id")
+    else:
+        return
+    if not absent(pairing_id) and not same_plain_string(pairing_id, call_id):
+        raise spec_error("provider_item_ambiguous", index=index)
+
+
+def _class_declares(cls: type, name: str) -> bool:
+    """True if ``cls`` declares field ``name``: pydantic ``model_fields``, dataclass fields or class annotations."""
+    for klass in cls.__mro__:
+        own = vars(klass)
+        for table in (own.get("__pydantic_fields__"), own.get("__dataclass_fields__"), own.get("__annotations__")):
+            if isinstance(table, dict) and name in table:
+                return True
+    return False

@@ -71,10 +71,13 @@ from tool_call_closure.machine.reading import SETTLED_STATUSES as _SETTLED_STATU
 from tool_call_closure.machine.reading import SIDE_EFFECT_STATES as _SIDE_EFFECT_STATES
 from tool_call_closure.machine.reading import absent as _absent
 from tool_call_closure.machine.reading import member as _member
+from tool_call_closure.machine.reading import refuse_misread_pairing_id as _refuse_misread_pairing_id
 from tool_call_closure.machine.reading import same_plain_string as _same_plain_string
+from tool_call_closure.parts import ToolContent
 from tool_call_closure.values import (
     CALL_STATE,
     COMPLETE_RECORD,
+    CONTENT,
     STATUS,
     Accepted,
     BatchHandle,
@@ -139,6 +142,16 @@ def call_not_pending(ctx: SettleContext) -> bool:
     run = ctx.closure._run
     assert run is not None
     return run.calls[run.index[ctx.call_id]][CALL_STATE] != ctx.closure._machine.initial_call_state
+
+
+def moves_media(ctx: SettleContext) -> bool:
+    # Deviation D26: only with the flag, and only a success recorded as content parts holding media (parts.is_media).
+    settlement = ctx.settlement
+    return ctx.closure._limits.text_only_tool_results and settlement is not None and _has_media(settlement[CONTENT])
+
+
+def _has_media(content: object) -> bool:
+    return type(content) is ToolContent and content.has_media
 
 
 def has_pending_calls(ctx: Context) -> bool:
@@ -247,40 +260,6 @@ def validate_calls(ctx: BeginContext) -> None:
         _refuse_misread_pairing_id(call, call_id, index)
     ctx.validated = validated
     ctx.index = seen
-
-
-def _refuse_misread_pairing_id(call: object, call_id: str, index: int) -> None:
-    """Deviation D9: an entry whose ``call_id`` differs from its ``id`` is a provider item begin would misread.
-
-    An OpenAI Responses ``function_call`` item has ``id`` (``fc_…``) *and*
-    ``call_id`` (``call_…``); its result must carry ``call_id``.  Announcing it
-    under ``id`` would export results the provider refuses, so it is refused
-    here, after the original's own checks of the entry.
-
-    ``call_id`` is read only where reading it runs no caller code the original
-    would not run: from a plain ``dict``, and from an object whose *class*
-    declares a ``call_id`` field (an SDK model, a dataclass, an annotated
-    class), found without touching the instance.  Any other entry is read
-    exactly as the original reads it (``id``, then ``name``).
-    """
-    if type(call) is dict:
-        pairing_id = call.get("call_id", ABSENT)
-    elif _class_declares(type(call), "call_id"):
-        pairing_id = read_key(call, "call_id")
-    else:
-        return
-    if not _absent(pairing_id) and not _same_plain_string(pairing_id, call_id):
-        raise spec_error("provider_item_ambiguous", index=index)
-
-
-def _class_declares(cls: type, name: str) -> bool:
-    """True if ``cls`` declares field ``name``: pydantic ``model_fields``, dataclass fields or class annotations."""
-    for klass in cls.__mro__:
-        own = vars(klass)
-        for table in (own.get("__pydantic_fields__"), own.get("__dataclass_fields__"), own.get("__annotations__")):
-            if isinstance(table, dict) and name in table:
-                return True
-    return False
 
 
 def validate_turn(ctx: BeginContext) -> None:
@@ -477,6 +456,20 @@ def record_settlement(ctx: SettleContext) -> None:
     ctx.staged_call = (position, call)  # installed as one list-item assignment
 
 
+def record_media_moved(ctx: SettleContext) -> None:
+    # Deviation D26, after record_settlement: the staged call goes into the draft run, with a new copy of the
+    # generation's diagnostics holding one more while there is room (DIAG-1); the draft is installed with one
+    # assignment (I9), the installed run untouched until then.
+    staged = ctx.staged_call
+    assert staged is not None
+    aside = draft_of(ctx)
+    aside.calls[staged[0]] = staged[1]
+    diagnostics = aside.diagnostics
+    if len(diagnostics) < ctx.closure._limits.max_diagnostics:
+        aside.diagnostics = [*diagnostics, ("media_moved", ctx.call_id, aside.generation, "success")]
+    ctx.staged_call = None  # the draft holds it
+
+
 def synthesize_pending(ctx: CloseContext) -> None:
     machine = ctx.closure._machine
     reason = ctx.close_reason
@@ -570,6 +563,7 @@ GUARDS: Final[Mapping[str, Callable[[Any], bool]]] = {
     "call_unknown": call_unknown,
     "call_not_pending": call_not_pending,
     "has_pending_calls": has_pending_calls,
+    "moves_media": moves_media,
     "generation_changed": generation_changed,
     "turn_stale": turn_stale,
     "snapshot_foreign": snapshot_foreign,
@@ -588,6 +582,7 @@ EFFECTS: Final[Mapping[str, Callable[[Any], None]]] = {
     "supersede": supersede,
     "start_generation": start_generation,
     "record_settlement": record_settlement,
+    "record_media_moved": record_media_moved,
     "synthesize_pending": synthesize_pending,
     "record_close_reason": record_close_reason,
     "record_complete": record_complete,

@@ -56,6 +56,7 @@ from tool_call_closure.machine.table_types import (
     CallTransition,
     EffectSpec,
     ErrorSpec,
+    FlagSpec,
     OperationSpec,
     OptionSpec,
     Row,
@@ -70,6 +71,7 @@ __all__ = [
     "CallTransition",
     "EffectSpec",
     "ErrorSpec",
+    "FlagSpec",
     "OperationSpec",
     "OptionSpec",
     "Row",
@@ -97,7 +99,7 @@ def parse_table(raw: Any) -> Table:
     if top.get("format") != FORMAT:
         raise fail("format", f"must be {FORMAT!r}")
     version = str_at(field(top, "version", "table"), "version")
-    options = _parse_options(top)
+    options, flags = _parse_options(top)
     texts_raw = obj_at(field(top, "texts", "table"), "texts")
     texts = MappingProxyType({k: str_at(v, f"texts.{k}") for k, v in texts_raw.items()})
     run_states, initial_run, closed = _parse_states(top, "run_states", "closed", "closed")
@@ -126,14 +128,7 @@ def parse_table(raw: Any) -> Table:
         for index, r in enumerate(obj_list(top, "transitions"))
     )
     ids_at([{"id": r.id} for r in rows], "transitions")
-    inv_list = obj_list(top, "invariants")
-    ids_at(inv_list, "invariants")
-    invariants = MappingProxyType(
-        {
-            i["id"]: str_at(field(i, "description", f"invariants.{i['id']}"), f"invariants.{i['id']}.description")
-            for i in inv_list
-        }
-    )
+    invariants = _parse_invariants(top)
     table = Table(
         version=version,
         options=options,
@@ -160,6 +155,7 @@ def parse_table(raw: Any) -> Table:
         defaulted=defaulted,
         transitions=rows,
         invariants=invariants,
+        flags=flags,
     )
     _check_overlaps(table)
     _check_phases(table)
@@ -168,17 +164,38 @@ def parse_table(raw: Any) -> Table:
     return table
 
 
-def _parse_options(top: Mapping[str, Any]) -> tuple[OptionSpec, ...]:
-    options = tuple(
-        OptionSpec(
-            id=str_at(field(o, "id", f"options[{i}]"), f"options[{i}].id"),
-            python=str_at(field(o, "python", f"options[{i}]"), f"options[{i}].python"),
-            default=positive_int(field(o, "default", f"options[{i}]"), f"options[{i}].default"),
-        )
-        for i, o in enumerate(obj_list(top, "options"))
+def _parse_invariants(top: Mapping[str, Any]) -> Mapping[str, str]:
+    inv_list = obj_list(top, "invariants")
+    ids_at(inv_list, "invariants")
+    return MappingProxyType(
+        {
+            i["id"]: str_at(field(i, "description", f"invariants.{i['id']}"), f"invariants.{i['id']}.description")
+            for i in inv_list
+        }
     )
-    ids_at([{"id": o.id} for o in options], "options")
-    return options
+
+
+def _parse_options(top: Mapping[str, Any]) -> tuple[tuple[OptionSpec, ...], tuple[FlagSpec, ...]]:
+    """The limits and the flags (``"kind": "flag"``, deviation D26), each in the table's order."""
+    limits: list[OptionSpec] = []
+    flags: list[FlagSpec] = []
+    raw = obj_list(top, "options")
+    for i, o in enumerate(raw):
+        where = f"options[{i}]"
+        identifier = str_at(field(o, "id", where), f"{where}.id")
+        python = str_at(field(o, "python", where), f"{where}.python")
+        kind = one_of(o.get("kind", "limit"), ("limit", "flag"), f"{where}.kind")
+        default = field(o, "default", where)
+        if kind == "flag":
+            if type(default) is not bool:
+                raise fail(f"{where}.default", "must be true or false")
+            flags.append(FlagSpec(id=identifier, python=python, default=default))
+        else:
+            limits.append(OptionSpec(id=identifier, python=python, default=positive_int(default, f"{where}.default")))
+    ids_at(raw, "options")
+    if flags and raw[-len(flags) :] != [o for o in raw if o.get("kind") == "flag"]:
+        raise fail("options", "every limit must come before the flags")
+    return tuple(limits), tuple(flags)
 
 
 def _parse_states(

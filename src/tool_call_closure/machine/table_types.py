@@ -18,6 +18,7 @@ __all__ = [
     "CallTransition",
     "EffectSpec",
     "ErrorSpec",
+    "FlagSpec",
     "OperationSpec",
     "OptionSpec",
     "Row",
@@ -28,9 +29,20 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class OptionSpec:
+    """A limit: a positive safe integer (OPT-4)."""
+
     id: str
     python: str
     default: int
+
+
+@dataclass(frozen=True, slots=True)
+class FlagSpec:
+    """A flag option (``"kind": "flag"``): true or false, validated after every limit (deviation D26)."""
+
+    id: str
+    python: str
+    default: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +108,7 @@ class Table:
     """The validated table; every collection is immutable."""
 
     version: str
-    options: tuple[OptionSpec, ...]
+    options: tuple[OptionSpec, ...]  # the limits, in the table's order
     texts: Mapping[str, str]
     run_states: tuple[str, ...]
     initial_run_state: str
@@ -120,6 +132,7 @@ class Table:
     defaulted: frozenset[tuple[str, str]]
     transitions: tuple[Row, ...]
     invariants: Mapping[str, str]
+    flags: tuple[FlagSpec, ...] = ()  # the flag options, in the table's order (after the limits)
 
     def rows_for(self, op: str, phase: str, state: str) -> tuple[Row, ...]:
         """The rows of ``op`` in ``phase`` that apply to run state ``state``, in table order."""

@@ -363,7 +363,9 @@ def render_records(calls: Sequence[CallRecord], memo: dict[str, Any] | None = No
 
     A tool message is text only: a success made of parts (D22) has its text
     parts, and a note per media part, which :func:`next_messages` sends in a
-    user message after the tool messages (``media_from=snapshot``).
+    user message after the tool messages (``media_from=snapshot``); with
+    ``text_only_tool_results=True`` the closure records a ``media_moved``
+    diagnostic for each such success (D26).
     """
     return [
         {"role": "tool", "tool_call_id": call_id, "content": result if isinstance(result, str) else chat_text(result)}
@@ -504,8 +506,11 @@ def next_messages(
     is ``closure.to_openai_chat_completions(snapshot)``.  ``media_from`` is
     that snapshot when its results hold images or files (content parts, D22):
     a tool message is text only, so they follow in one user message right
-    after the tool messages (the tool messages' notes say so).  The list is
-    checked with :func:`check_messages` before it is returned.
+    after the tool messages (the tool messages' notes say so).  A closure made
+    with ``ToolCallClosure(text_only_tool_results=True)`` records each such
+    success on the snapshot as a ``media_moved`` diagnostic (D26), so the
+    move is on record.  The list is checked with :func:`check_messages`
+    before it is returned.
     """
     messages: list[Any] = [assistant_message(assistant), *items(tool_messages, "openai_chat.next_messages")]
     if media_from is not None and not isinstance(media_from, Snapshot):

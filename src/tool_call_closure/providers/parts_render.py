@@ -50,7 +50,12 @@ tests).  OpenAI Chat's tool message is text only: its export writes the text
 and a note per media part, and ``openai_chat.next_messages(…, media_from=snapshot)``
 adds, right after the tool messages, one user message carrying the media
 (:func:`chat_media_message`), as the API allows.  Mistral speaks the Chat
-shapes and takes the same fallback.
+shapes and takes the same fallback.  A closure made with
+``ToolCallClosure(text_only_tool_results=True)`` records the move on the
+snapshot: a ``media_moved`` diagnostic for each accepted success with media
+(deviation D26).  What counts as media is one predicate,
+:func:`~tool_call_closure.parts.is_media` (an image, or a file whose text is
+not inline), used here and by the closure.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, final
 
 from tool_call_closure.errors import UsageError
-from tool_call_closure.parts import FilePart, ImagePart, JsonPart, Part, TextPart, ToolContent
+from tool_call_closure.parts import FilePart, ImagePart, JsonPart, Part, TextPart, ToolContent, is_media
 from tool_call_closure.values import CONTENT, STATUS, CallRecord, Snapshot, call_records
 
 __all__ = [
@@ -345,15 +350,11 @@ def chat_media_message(snapshot: Snapshot) -> dict[str, Any] | None:
         result = settlement[CONTENT] if settlement is not None and settlement[STATUS] == "success" else None
         if not isinstance(result, ToolContent):
             continue
-        media = [part for part in result.parts if isinstance(part, ImagePart | FilePart) and not _is_text_file(part)]
+        media = [part for part in result.parts if isinstance(part, ImagePart | FilePart) and is_media(part)]
         if media:
             content.append({"type": "text", "text": f"Media returned by tool call {call_id} ({name}):"})
             content.extend(_chat_media(part) for part in media)
     return {"role": "user", "content": content} if content else None
-
-
-def _is_text_file(part: Part) -> bool:
-    return isinstance(part, FilePart) and part.text() is not None
 
 
 # --------------------------------------------------------------------------- what an export did not carry
@@ -381,7 +382,7 @@ def _fallbacks(calls: Sequence[CallRecord], why: Callable[[ImagePart | FilePart]
         if not isinstance(result, ToolContent):
             continue
         for index, part in enumerate(result.parts):
-            if isinstance(part, ImagePart | FilePart) and not _is_text_file(part):
+            if isinstance(part, ImagePart | FilePart) and is_media(part):
                 reason = why(part)
                 if reason is not None:
                     found.append(ContentFallback(call_id, index, part.kind, part.media_type, reason))
