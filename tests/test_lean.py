@@ -14,6 +14,7 @@ export text gives ``JSON.stringify``'s text.
 from __future__ import annotations
 
 import ast
+import inspect
 
 import pytest
 from hypothesis import given
@@ -94,3 +95,38 @@ def test_the_simplifications_keep_the_meaning_of_a_program() -> None:
         for value in (0, 4):
             expected = original["enter_x"](None, value, **bound)  # type: ignore[operator]
             assert _run(_PROGRAM, dict(bound), value=value) == expected
+
+
+def test_a_constant_is_carried_into_each_branch_up_to_that_branchs_own_write() -> None:
+    """A draft that only the media_moved row makes must not keep the record row off its install_call fast path."""
+    program = (
+        "def enter_x(closure, value, flag=False):\n"
+        "    draft = None\n"
+        "    with closure:\n"
+        "        if value:\n"
+        "            seen = draft\n"
+        "            draft = [value]\n"
+        "            return (seen, draft)\n"
+        "        else:\n"
+        "            return (draft, install(draft))\n"
+    )
+    entry = ast.parse(program).body[0]
+    assert isinstance(entry, ast.FunctionDef)
+    text = ast.unparse(_specialized(entry, "method_x", ("value",), {"flag": False}))  # type: ignore[arg-type]
+    assert "return (None, draft)" in text  # read before the branch's write: None; after it: the name again
+    assert "return (None, install(None))" in text  # the other branch never writes it
+
+    class Lock:
+        def __enter__(self) -> None: ...
+        def __exit__(self, *exc: object) -> None: ...
+
+    namespace: dict[str, object] = {"install": lambda draft: ("installed", draft)}
+    function = _specialized(ast.parse(program).body[0], "method_x", ("value",), {"flag": False})  # type: ignore[arg-type]
+    exec(compile(ast.Module([function], []), "<test>", "exec"), namespace)
+    assert namespace["method_x"](Lock(), 3) == (None, [3])  # type: ignore[operator]
+    assert namespace["method_x"](Lock(), 0) == (None, ("installed", None))  # type: ignore[operator]
+
+
+def test_the_settle_entry_points_install_a_recorded_call_directly() -> None:
+    source = inspect.getsource(generated.method_succeed)
+    assert "install_call(closure._run, effect_record_settlement__position" in source

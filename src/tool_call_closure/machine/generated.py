@@ -49,6 +49,7 @@ from tool_call_closure.machine.context import (
     SealContext,
     SettleContext,
     draft_from,
+    install_call,
     install_fields,
     reentry_error,
 )
@@ -58,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "bc6a3b10c83e3eaf02a468724e957a9ce7e87ee55f900348a195c0ab1b8f1b88"
-SOURCES_SHA256: Final = "ecbe08b5540e262cb194347df46a6e5b88f12a165800f8d2757ee661ba4374f0"
+SOURCES_SHA256: Final = "b582fb769b0d6c626402b8a4faa4ff7752ce82a82eb2b1821b6d756e2c0d1038"
 
 
 def spill_BeginContext(
@@ -1959,12 +1960,8 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
                 draft = draft_from(closure)
             draft.state = "open"
             result_begin_result__run = draft if draft is not None else semantics_._run(closure)
-            result = (
-                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
-                if superseded is None
-                else semantics_.superseding_begin_result(
-                    result_begin_result__run.generation, result_begin_result__run.handle, superseded
-                )
+            result = semantics_.new_begin_result(
+                result_begin_result__run.generation, result_begin_result__run.handle, None
             )
             install_fields(closure, draft, None)
             return result
@@ -2326,7 +2323,7 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_fields(closure, draft, staged_call)
+                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
                 return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -2549,7 +2546,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_fields(closure, draft, staged_call)
+                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
                 return result
     else:
         lock = closure._lock
@@ -2792,7 +2789,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                    install_fields(closure, draft, staged_call)
+                    install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
                     return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -3006,7 +3003,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_fields(closure, draft, staged_call)
+                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
                 return result
     else:
         lock = closure._lock
@@ -3248,7 +3245,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                    install_fields(closure, draft, staged_call)
+                    install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
                     return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -3466,7 +3463,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_fields(closure, draft, staged_call)
+                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
                 return result
     else:
         lock = closure._lock
@@ -3712,7 +3709,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                    install_fields(closure, draft, staged_call)
+                    install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
                     return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -3784,7 +3781,7 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
                 else:
                     if trace is not None:
                         trace.append("close.admit.idempotent")
-                    return semantics_.take_snapshot(closure, draft)
+                    return semantics_.take_snapshot(closure, None)
             if trace is not None:
                 trace.append("close.normalize.reason")
             effect_normalize_close_reason__limits = closure._limits
@@ -3844,7 +3841,7 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
                 else:
                     if trace is not None:
                         trace.append("close.admit.idempotent")
-                    return semantics_.take_snapshot(closure, draft)
+                    return semantics_.take_snapshot(closure, None)
         if trace is not None:
             trace.append("close.normalize.reason")
         effect_normalize_close_reason__limits = closure._limits
@@ -3880,7 +3877,7 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
                 else:
                     if trace is not None:
                         trace.append("close.recheck.closed")
-                    return semantics_.take_snapshot(closure, draft)
+                    return semantics_.take_snapshot(closure, None)
             run = closure._run
             state = run.state if run is not None else "none"
             if state == "none":

@@ -391,24 +391,44 @@ def _forward(body: list[ast.stmt], locals_: set[str]) -> list[ast.stmt]:
             if source.id == target or source.id not in locals_:
                 continue
             names.add(source.id)
-        values = {target: source}
-        for later in range(position + 1, len(body)):
-            following = body[later]
-            if not any(_writes(following, name) for name in names):
-                body[later] = _substitute([following], values)[0]
-                continue
-            if isinstance(following, ast.If) and isinstance(source, ast.Constant):
-                # (A name is not put in a condition that narrows it for the branch's own write: the type
-                # checker narrows the name the condition tests.)
-                following.test = _Replace(values).visit(following.test)
-            elif (
-                isinstance(following, (ast.Assign, ast.AnnAssign))
-                and following.value is not None
-                and _no_walrus(following.value)
-            ):
-                following.value = _Replace(values).visit(following.value)
-            break
+        _substitute_until_written(body[position + 1 :], {target: source}, names)
     return body
+
+
+def _substitute_until_written(block: list[ast.stmt], values: dict[str, ast.expr], names: set[str]) -> bool:
+    """Read ``values`` into ``block`` in place, up to the first statement that writes one of ``names``.
+
+    A constant is also carried into the branches of an ``if`` and the body of a
+    ``with`` that write it in some branch only: each branch up to its own write
+    (the branches exclude each other, a ``with`` body runs once).  Returns True
+    if the block wrote one of the names.
+    """
+    constant = all(isinstance(value, ast.Constant) for value in values.values())
+    for index, following in enumerate(block):
+        if not any(_writes(following, name) for name in names):
+            block[index] = _substitute([following], values)[0]
+            continue
+        if isinstance(following, ast.If) and constant:
+            # (A name is not put in a condition that narrows it for the branch's own write: the type
+            # checker narrows the name the condition tests.)
+            if not any(_writes(ast.Expr(following.test), name) for name in names):
+                following.test = _Replace(values).visit(following.test)
+                _substitute_until_written(following.body, values, names)
+                _substitute_until_written(following.orelse, values, names)
+        elif isinstance(following, ast.With) and constant and not any(_writes_items(following, n) for n in names):
+            _substitute_until_written(following.body, values, names)
+        elif (
+            isinstance(following, (ast.Assign, ast.AnnAssign))
+            and following.value is not None
+            and _no_walrus(following.value)
+        ):
+            following.value = _Replace(values).visit(following.value)
+        return True
+    return False
+
+
+def _writes_items(statement: ast.With, name: str) -> bool:
+    return any(_writes(ast.Expr(item.context_expr), name) or item.optional_vars is not None for item in statement.items)
 
 
 def _no_walrus(value: ast.expr) -> bool:
