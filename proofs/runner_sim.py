@@ -193,6 +193,10 @@ def execute_asyncio(scenario: Scenario, world: AsyncWorld) -> Execution:
         run.report = loop.run_until_complete(main())
     except (KeyboardInterrupt, SystemExit) as exc:  # from a tool; asyncio.run then cancels every task
         run.raised = exc
+        # asyncio.run's own cancellation of every task is not the runner's: a tool the runner had already
+        # cancelled (its timer fired) and that is still in its cleanup is cancelled again by asyncio.run, which
+        # the runner cannot prevent; "each tool cancelled at most once" counts the runner's requests only.
+        by_the_runner = dict(world.observed.cancellations)  # before asyncio.run's own requests
         pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
         for task in pending:
             task.cancel()
@@ -201,6 +205,10 @@ def execute_asyncio(scenario: Scenario, world: AsyncWorld) -> Execution:
         runner_tasks = [task for task in pending if task is world.runner_task or task is world.main_task]
         if runner_tasks:
             loop.run_until_complete(asyncio.gather(*runner_tasks, return_exceptions=True))
+        counted = world.observed.cancellations
+        for index, times in counted.items():  # asyncio.run asks each pending task once: one observation is its own
+            before = by_the_runner.get(index, 0)
+            counted[index] = before + max(0, times - before - 1)
     except (Stuck, Runaway):
         raise
     except BaseException as exc:  # noqa: BLE001  # checked below: only CancelledError is documented

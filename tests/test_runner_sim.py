@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -69,6 +70,16 @@ def test_every_interleaving_keeps_every_invariant(runner: str, label: str, argum
     assert status == 0, out
     assert f"{runner}: " in out
     assert "every invariant holds" in out
+
+
+def test_asyncio_runs_cancellation_after_a_tools_keyboard_interrupt_is_not_the_runners() -> None:
+    """A tool cancelled by its timer and still in its cleanup is cancelled again by asyncio.run when another tool
+    raises KeyboardInterrupt: asyncio.run's request, not the runner's (found by TestRunnerMachine)."""
+    status, out = _simulate(
+        "--runner", "asyncio", "--calls", "2", "--disturbances", "0", "--behaviours", "hangs,raises_keyboard_interrupt"
+    )
+    assert status == 0, out
+    assert re.search(r"asyncio: 20 scenarios, \d+ interleavings, every invariant holds", out), out
 
 
 @pytest.mark.slow
