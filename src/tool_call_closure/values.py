@@ -618,15 +618,9 @@ superseding_begin_result: Final[Callable[[int, BatchHandle, SnapshotSource], Beg
     BeginResult, ("superseded",)
 )
 """``superseding_begin_result(generation, handle, source)``: a :class:`BeginResult` whose superseded snapshot is
-built from ``source`` on first read.
-
-Building the superseded snapshot is most of the cost of a superseding
-``begin``'s result, and an agent loop that begins batch after batch rarely
-reads it.  ``source`` holds only what was frozen at commit time (records:
-plain tuples), so the snapshot built later is the one an eager build would
-have made; its view is registered for exports when it is built, and only then
-can anyone hold it.
-"""
+built from ``source`` on first read (most of a superseding ``begin``'s cost, rarely read).  ``source`` holds only
+records frozen at commit time, so the later snapshot is the one an eager build would have made; its view is
+registered for exports when it is built, and only then can anyone hold it."""
 accepted_view: Final[Callable[[int, str, SettlementRecord], Accepted]] = _builder(Accepted, ("settlement",))
 """``accepted_view(generation, call_id, record)``: an :class:`Accepted`; its settlement view is built on first read."""
 ACCEPTED_TWIN: Final[type] = _twin(Accepted)
