@@ -231,7 +231,12 @@ def test_prove_invariants_proves_every_obligation_of_the_shipped_table(runs: Run
     ("mutant", "expected"),
     [
         ("terminal-exit", ["FAILED: I1 terminal-no-exit [call machine]", "success --report_error --> error"]),
-        ("no-fencing", ["FAILED: I2 fencing [settle/recheck+commit]", "rows fired: settle.commit.record"]),
+        # Without fencing a look-alike handle's settlement reaches a commit row: settle.commit.record, or
+        # settle.commit.media_moved when the solver picks media parts; either is the bug being shown.
+        (
+            "no-fencing",
+            ["FAILED: I2 fencing [settle/recheck+commit]", "handle=a look-alike", "rows fired: settle.commit."],
+        ),
         ("no-synthesis", ["FAILED: I5 closed-no-pending [close/recheck+commit]", "rows fired: close.commit.close"]),
         ("no-new-generation", ["FAILED: I7 generation [begin/recheck+commit]", "rows fired: begin.commit.supersede"]),
         ("recheck-unknown", ["FAILED: WD [settle/recheck+commit]", "outcome: raise:illegal_transition"]),
