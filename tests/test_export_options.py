@@ -11,6 +11,8 @@ and the capability is derived from the requests, never claimed.
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,3 +192,22 @@ def test_D22_export_keywords_are_the_python_options() -> None:
         export_keywords("toBedrockToolResults", {"media": None, "x": 1})
     assert info.value.code == "export_option"
     assert EXPORT_OPTIONS["toGeminiFunctionResponses"]["family"][1] == GEMINI_FAMILIES
+
+
+def test_D22_the_notes_in_a_payload_read_the_same_in_every_language() -> None:
+    """A port copies the notes an export writes byte for byte: none may be spelled in Python.
+
+    ``media=False`` or ``family='gemini-2'`` in a note would make a JavaScript port print Python; the notes
+    say ``no media`` and ``family gemini-2``, and the vectors that pin them are scanned for any such spelling.
+    """
+    python_spelling = re.compile(r"\w=(False|True|None|'[^']*')")
+    subject = sealed()
+    bedrock = json.dumps(answer(subject, "toBedrockToolResults", {"$snapshot": 4}, {"media": False}))
+    gemini = json.dumps(answer(subject, "toGeminiFunctionResponses", {"$snapshot": 4}, {"family": "gemini-2"}))
+    assert "asked for no media" in bedrock
+    assert "(family gemini-2)" in gemini
+    for payload in (bedrock, gemini):
+        assert python_spelling.search(payload) is None, payload
+    folder = Path(__file__).resolve().parents[1] / "spec" / "vectors"
+    spelled = [path.name for path in sorted(folder.rglob("*.json")) if python_spelling.search(path.read_text())]
+    assert spelled == []

@@ -161,7 +161,7 @@ def _bedrock_why(part: ImagePart | FilePart, media: bool) -> Why:
     if part.url is not None:
         return "Bedrock takes no URL source (bytes or S3 only)"
     if not media and not (isinstance(part, FilePart) and part.text() is not None):
-        return "not sent: the export was asked for media=False (the model refuses media in a tool result)"
+        return "not sent: the export was asked for no media (the model refuses media in a tool result)"
     return None
 
 
@@ -173,7 +173,7 @@ def _gemini_why(part: ImagePart | FilePart, family: GeminiFamily) -> Why:
     ):
         return None  # written as its text
     if family == "gemini-2":
-        return "Gemini 2.x takes no media in a function response (family='gemini-2')"
+        return "Gemini 2.x takes no media in a function response (family gemini-2)"
     if part.media_type not in _GEMINI_3_MEDIA and not (isinstance(part, FilePart) and part.text() is not None):
         return f"Gemini 3 takes no {part.media_type} in a function response"
     return None
