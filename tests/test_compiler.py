@@ -9,9 +9,11 @@ changes the generated code and what it does.
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import re
+import sys
 import traceback
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -235,6 +237,30 @@ def test_an_implementation_that_does_not_qualify_is_called_and_behaves_the_same(
     assert inline("effect", "x", early) is None
     assert inline("guard", "x", nested) is None
     assert inline("guard", "x", len) is None  # no Python source
+
+
+def test_an_inlined_body_is_rewritten_again_when_a_name_it_reads_is_rebound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewrite is remembered per process, keyed on what the body's names are bound to.
+
+    A body that reads a name its module does not define is called, not inlined; once the module defines
+    it, the same function is inlined (a rewrite remembered on the function alone would still say no).
+    """
+    from tool_call_closure.machine.compiler import inline
+
+    (tmp_path / "tcc_inline_probe.py").write_text("def guard(ctx):\n    return later_defined(ctx)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        probe = importlib.import_module("tcc_inline_probe")
+        assert inline("guard", "probe", probe.guard) is None  # an unresolved name: called
+        assert inline("guard", "probe", probe.guard) is None  # remembered
+        probe.later_defined = bool
+        found = inline("guard", "probe", probe.guard)
+    finally:
+        sys.modules.pop("tcc_inline_probe", None)
+    assert found is not None
+    assert found.value == "tcc_inline_probe_.later_defined(ctx)"
 
 
 def test_inlined_locals_are_prefixed_and_globals_read_from_their_module() -> None:

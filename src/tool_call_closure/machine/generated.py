@@ -59,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "b582fb769b0d6c626402b8a4faa4ff7752ce82a82eb2b1821b6d756e2c0d1038"
+SOURCES_SHA256: Final = "5f5be09b7451153a43f18a0d64595b1d4d65c5f5a5d96a6917786eb64c768254"
 
 
 def spill_BeginContext(

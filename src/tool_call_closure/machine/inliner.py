@@ -36,7 +36,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any, Final
 
 from tool_call_closure.absent import ABSENT
@@ -175,6 +175,41 @@ def module_alias(module: str) -> str:
 
 
 def inline(kind: str, name: str, function: Callable[..., Any], alias: str | None = None) -> Inlined | None:
+    """:func:`_rewrite` of ``function``, remembered for the process (every table compiled reads the same bodies).
+
+    The rewrite depends on the function's code and on what the names it reads
+    are bound to in its module (a global or a builtin; ``draft_of`` the
+    mechanism or a stand-in), so those bindings are part of the key: rebinding
+    one (a monkeypatch, a planted bug) rewrites again.
+    """
+    code = getattr(function, "__code__", None)
+    if code is None or not isinstance(getattr(function, "__globals__", None), dict):
+        return _rewrite(kind, name, function, alias)
+    bound = tuple(function.__globals__.get(read, _UNBOUND) for read in _names_read(code))
+    key = (kind, name, function, code, alias, sys.modules.get(function.__module__), tuple(map(id, bound)))
+    if key not in _REWRITTEN:
+        if len(_REWRITTEN) >= _REWRITTEN_MAX:
+            _REWRITTEN.clear()  # bounded: the shipped semantics need about 40 entries
+        # the bound objects are kept with the entry, so no other object can take one's id while it is remembered
+        _REWRITTEN[key] = (bound, _rewrite(kind, name, function, alias))
+    return _REWRITTEN[key][1]
+
+
+_UNBOUND: Final = object()
+_REWRITTEN_MAX: Final = 4096
+_REWRITTEN: dict[tuple[Any, ...], tuple[tuple[object, ...], Inlined | None]] = {}
+
+
+def _names_read(code: CodeType) -> tuple[str, ...]:
+    """Every name ``code`` and the code nested in it (comprehensions) read as a global or an attribute."""
+    names = list(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            names.extend(_names_read(constant))
+    return tuple(names)
+
+
+def _rewrite(kind: str, name: str, function: Callable[..., Any], alias: str | None = None) -> Inlined | None:
     """The body of ``function`` rewritten to run in place of a call, or ``None`` if it is not inlinable.
 
     An implementation is inlined when it is a plain module-level function of
