@@ -304,6 +304,32 @@ def _steps_of(vector_id: str) -> list[Any]:
     return next(v.steps for v in VECTORS if v.id == vector_id)
 
 
+def test_closing_a_subject_ends_its_input_after_bye(tmp_path: Path) -> None:
+    """End of input means bye (spec/protocol.md): after sending bye the runner closes the subject's input.
+
+    This subject answers bye but reads on until end of input, then exits 0.  Without the close it would be
+    killed after the whole timeout (status -9) instead of exiting by itself.
+    """
+    seen = tmp_path / "seen.txt"
+    lingering = tmp_path / "lingering.py"
+    lingering.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        "    answer = {'id': r['id'], 'ok': None}\n"
+        "    if r.get('cmd') == 'hello':\n"
+        "        answer = {'id': r['id'], 'protocol': 1, 'implementation': {'name': 'x', 'language': 'py',"
+        " 'version': '0'}, 'capabilities': []}\n"
+        "    print(json.dumps(answer), flush=True)\n"
+        f"open({str(seen)!r}, 'w').write('end of input')\n"
+    )
+    subject = ProcessSubject([sys.executable, str(lingering)], timeout=20)
+    assert subject.send({"id": 1, "cmd": "hello", "protocol": 1})[0]["protocol"] == 1
+    subject.close()
+    assert seen.read_text() == "end of input"
+    assert subject._process.returncode == 0  # exited by itself, not killed
+
+
 def test_errored_is_kept_apart_from_failed(tmp_path: Path) -> None:
     crasher = tmp_path / "crasher.py"
     crasher.write_text(

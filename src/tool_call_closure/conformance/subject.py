@@ -388,6 +388,11 @@ class ProcessSubject(Subject):
         if self.alive():
             with contextlib.suppress(SubjectError):
                 self.send({"id": "bye", "cmd": "bye"})
+        # End of input means bye as well (spec/protocol.md): a subject that answers bye but goes on reading
+        # exits now, instead of after the whole timeout.
+        if self._process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._process.stdin.close()
         try:
             self._process.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:
