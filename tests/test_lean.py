@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 
 import pytest
 from hypothesis import given
@@ -125,6 +126,30 @@ def test_a_constant_is_carried_into_each_branch_up_to_that_branchs_own_write() -
     exec(compile(ast.Module([function], []), "<test>", "exec"), namespace)
     assert namespace["method_x"](Lock(), 3) == (None, [3])  # type: ignore[operator]
     assert namespace["method_x"](Lock(), 0) == (None, ("installed", None))  # type: ignore[operator]
+
+
+def test_a_copy_annotated_any_is_kept_so_that_a_type_test_does_not_narrow_what_is_read_through_it() -> None:
+    """read_handle_generation reads a handle's generation through ``untyped: Any = handle``.
+
+    Substituted, the read would be ``handle.generation`` under ``type(handle) is BatchHandle``: narrowed to
+    ``int``, which the compiled build checks (a forged float generation would raise TypeError where the rules
+    answer a rejection). A plain copy is still substituted.
+    """
+    program = (
+        "def enter_x(closure, handle):\n"
+        "    copied = handle\n"
+        "    untyped: Any = copied\n"
+        "    return untyped.generation if type(copied) is Handle else None\n"
+    )
+    entry = ast.parse(program).body[0]
+    assert isinstance(entry, ast.FunctionDef)
+    text = ast.unparse(_specialized(entry, "method_x", ("handle",), {}))  # type: ignore[arg-type]
+    assert "untyped: Any = handle" in text
+    assert "return untyped.generation if type(handle) is Handle else None" in text
+    shipped = inspect.getsource(generated)
+    reads = re.findall(r"[\w.]*handle\w*\.generation\b", shipped)
+    assert len(reads) == 8  # the entries of settle, close and seal; the methods of settle, succeed, fail, cancel, close
+    assert set(reads) == {"effect_read_handle_generation__untyped.generation"}
 
 
 def test_the_settle_entry_points_install_a_recorded_call_directly() -> None:

@@ -59,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "5f5be09b7451153a43f18a0d64595b1d4d65c5f5a5d96a6917786eb64c768254"
+SOURCES_SHA256: Final = "6c910d1e2bede3254394385177a181105684556ba3423315b8fe8d8c9f43ff74"
 
 
 def spill_BeginContext(
@@ -459,8 +459,9 @@ def enter_settle(
     call_id = effect_validate_call_id__call_id
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
+    effect_read_handle_generation__untyped: semantics_.Any = effect_read_handle_generation__handle
     effect_read_handle_generation__generation: object = (
-        getattr(effect_read_handle_generation__handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -1209,8 +1210,9 @@ def enter_close(closure: Instance, method: str, handle: object, reason: object) 
         trace.append("close.prepare.read")
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
+    effect_read_handle_generation__untyped: semantics_.Any = effect_read_handle_generation__handle
     effect_read_handle_generation__generation: object = (
-        getattr(effect_read_handle_generation__handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -1501,8 +1503,9 @@ def enter_seal(closure: Instance, method: str, handle: object) -> Any:
         trace.append("seal.prepare.read")
     # effect read_handle_generation: inlined from tool_call_closure.machine.semantics.read_handle_generation
     effect_read_handle_generation__handle = handle
+    effect_read_handle_generation__untyped: semantics_.Any = effect_read_handle_generation__handle
     effect_read_handle_generation__generation: object = (
-        getattr(effect_read_handle_generation__handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(effect_read_handle_generation__handle) is semantics_.BatchHandle
         else semantics_.read_key(effect_read_handle_generation__handle, "generation")
     )
@@ -2053,8 +2056,9 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
-        getattr(handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(handle) is semantics_.BatchHandle
         else semantics_.read_key(handle, "generation")
     )
@@ -2353,8 +2357,9 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
-        getattr(handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(handle) is semantics_.BatchHandle
         else semantics_.read_key(handle, "generation")
     )
@@ -2819,8 +2824,9 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
-        getattr(handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(handle) is semantics_.BatchHandle
         else semantics_.read_key(handle, "generation")
     )
@@ -3275,8 +3281,9 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
     call_id = effect_validate_call_id__call_id
+    effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
-        getattr(handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(handle) is semantics_.BatchHandle
         else semantics_.read_key(handle, "generation")
     )
@@ -3726,8 +3733,9 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
     trace = closure._trace
     if trace is not None:
         trace.append("close.prepare.read")
+    effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
-        getattr(handle, "generation")
+        effect_read_handle_generation__untyped.generation
         if type(handle) is semantics_.BatchHandle
         else semantics_.read_key(handle, "generation")
     )

@@ -290,13 +290,11 @@ def validate_call_id(ctx: SettleContext) -> None:
 
 def read_handle_generation(ctx: HandleContext) -> None:
     handle = ctx.handle
-    # Read untyped: a handle's generation is a caller's value until checked (object.__setattr__ can forge it), and
-    # compiled (mypyc) a read typed int is a check that raises TypeError where the rules answer a rejection.
-    generation: object = (
-        getattr(handle, "generation")  # noqa: B009
-        if type(handle) is BatchHandle
-        else read_key(handle, "generation")
-    )
+    # Read untyped, through a name the type test does not narrow: a handle's generation is a caller's value until
+    # checked (object.__setattr__ can forge it), and compiled (mypyc) a read typed int is a check that raises
+    # TypeError where the rules answer a rejection.
+    untyped: Any = handle
+    generation: object = untyped.generation if type(handle) is BatchHandle else read_key(handle, "generation")
     if type(generation) is int and 0 < generation <= MAX_SAFE_INTEGER:
         ctx.reject_generation = generation  # the common case, decided as safe_positive_int decides it
     else:

@@ -452,13 +452,19 @@ def _statements(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
 def _simple_assignment(statement: ast.stmt) -> tuple[str | None, ast.expr | None]:
     if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
         target, value = statement.targets[0], statement.value
-    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None and not _is_any(statement.annotation):
         target, value = statement.target, statement.value
-    else:
+    else:  # (a copy annotated Any is kept: read through it, a value escapes the narrowing of a type test)
         return None, None
     if isinstance(target, ast.Name) and isinstance(value, (ast.Constant, ast.Name)):
         return target.id, value
     return None, None
+
+
+def _is_any(annotation: ast.expr) -> bool:
+    return (isinstance(annotation, ast.Name) and annotation.id == "Any") or (
+        isinstance(annotation, ast.Attribute) and annotation.attr == "Any"
+    )
 
 
 def _pure(value: ast.expr | None) -> bool:
