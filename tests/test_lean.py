@@ -98,6 +98,12 @@ def test_the_simplifications_keep_the_meaning_of_a_program() -> None:
             assert _run(_PROGRAM, dict(bound), value=value) == expected
 
 
+def _specialized_text(program: str, arguments: tuple[str, ...], bound: dict[str, object]) -> str:
+    entry = ast.parse(program).body[0]
+    assert isinstance(entry, ast.FunctionDef)
+    return ast.unparse(_specialized(entry, "method_x", arguments, bound))  # type: ignore[arg-type]
+
+
 def test_a_constant_is_carried_into_each_branch_up_to_that_branchs_own_write() -> None:
     """A draft that only the media_moved row makes must not keep the record row off its install_call fast path."""
     program = (
@@ -111,9 +117,7 @@ def test_a_constant_is_carried_into_each_branch_up_to_that_branchs_own_write() -
         "        else:\n"
         "            return (draft, install(draft))\n"
     )
-    entry = ast.parse(program).body[0]
-    assert isinstance(entry, ast.FunctionDef)
-    text = ast.unparse(_specialized(entry, "method_x", ("value",), {"flag": False}))  # type: ignore[arg-type]
+    text = _specialized_text(program, ("value",), {"flag": False})
     assert "return (None, draft)" in text  # read before the branch's write: None; after it: the name again
     assert "return (None, install(None))" in text  # the other branch never writes it
 
@@ -141,9 +145,7 @@ def test_a_copy_annotated_any_is_kept_so_that_a_type_test_does_not_narrow_what_i
         "    untyped: Any = copied\n"
         "    return untyped.generation if type(copied) is Handle else None\n"
     )
-    entry = ast.parse(program).body[0]
-    assert isinstance(entry, ast.FunctionDef)
-    text = ast.unparse(_specialized(entry, "method_x", ("handle",), {}))  # type: ignore[arg-type]
+    text = _specialized_text(program, ("handle",), {})
     assert "untyped: Any = handle" in text
     assert "return untyped.generation if type(handle) is Handle else None" in text
     shipped = inspect.getsource(generated)
