@@ -53,7 +53,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias, cast, final
+from typing import Any, Final, Literal, TypeAlias, TypeGuard, cast, final
 from urllib.parse import urlsplit
 
 from tool_call_closure.ecma import utf8_length
@@ -256,7 +256,7 @@ class ToolContent:
         return any(is_media(part) for part in self.parts)
 
 
-def is_media(part: Part) -> bool:
+def is_media(part: Part) -> TypeGuard[ImagePart | FilePart]:
     """True for an image, or a file whose text is not inline (not ``text/*``, or given by URL).
 
     The one definition of what a text-only tool result (OpenAI Chat, Mistral)

@@ -78,15 +78,7 @@ __all__ = [
 IMAGE_FORMAT: Final = "tool-call-closure.image/1"
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 _RUN_STATES: Final = ("open", "complete", "error", "cancelled")
-_REASONS: Final = (
-    "stale_generation",
-    "run_closed",
-    "unknown_call",
-    "duplicate_settlement",
-    "pending_calls",
-    "stale_turn",
-    "media_moved",  # not a rejection: an accepted success's record with textOnlyToolResults (deviation D26)
-)
+_REASONS: Final = TABLE.reasons  # the table's diagnostic reasons (media_moved: an accepted success's, D26)
 _OBSERVED: Final = ("success", "error", "cancelled", "invalid", None)
 _SIDE_EFFECTS: Final = ("unknown", "not_started")
 _SETTLEMENT_KEYS: Final = ("status", "provenance", "content", "code", "message", "sideEffectState")

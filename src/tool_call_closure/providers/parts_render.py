@@ -160,21 +160,17 @@ def _responses_why(part: ImagePart | FilePart) -> Why:
 def _bedrock_why(part: ImagePart | FilePart, media: bool) -> Why:
     if part.url is not None:
         return "Bedrock takes no URL source (bytes or S3 only)"
-    if not media and not (isinstance(part, FilePart) and part.text() is not None):
+    if not media and is_media(part):
         return "not sent: the export was asked for no media (the model refuses media in a tool result)"
     return None
 
 
 def _gemini_why(part: ImagePart | FilePart, family: GeminiFamily) -> Why:
-    if (
-        isinstance(part, FilePart)
-        and part.text() is not None
-        and (family == "gemini-2" or part.media_type != "text/plain")
-    ):
+    if not is_media(part) and (family == "gemini-2" or part.media_type != "text/plain"):
         return None  # written as its text
     if family == "gemini-2":
         return "Gemini 2.x takes no media in a function response (family gemini-2)"
-    if part.media_type not in _GEMINI_3_MEDIA and not (isinstance(part, FilePart) and part.text() is not None):
+    if part.media_type not in _GEMINI_3_MEDIA and is_media(part):
         return f"Gemini 3 takes no {part.media_type} in a function response"
     return None
 
@@ -350,7 +346,7 @@ def chat_media_message(snapshot: Snapshot) -> dict[str, Any] | None:
         result = settlement[CONTENT] if settlement is not None and settlement[STATUS] == "success" else None
         if not isinstance(result, ToolContent):
             continue
-        media = [part for part in result.parts if isinstance(part, ImagePart | FilePart) and is_media(part)]
+        media = [part for part in result.parts if is_media(part)]
         if media:
             content.append({"type": "text", "text": f"Media returned by tool call {call_id} ({name}):"})
             content.extend(_chat_media(part) for part in media)
@@ -382,7 +378,7 @@ def _fallbacks(calls: Sequence[CallRecord], why: Callable[[ImagePart | FilePart]
         if not isinstance(result, ToolContent):
             continue
         for index, part in enumerate(result.parts):
-            if isinstance(part, ImagePart | FilePart) and is_media(part):
+            if is_media(part):
                 reason = why(part)
                 if reason is not None:
                     found.append(ContentFallback(call_id, index, part.kind, part.media_type, reason))
