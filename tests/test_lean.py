@@ -25,6 +25,7 @@ from tool_call_closure import create_tool_call_closure
 from tool_call_closure.ecma_json import error_text, json_stringify
 from tool_call_closure.machine import generated
 from tool_call_closure.machine.specialize import METHOD_ARGUMENTS, _specialized
+from tool_call_closure.machine.table import TABLE
 
 _ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), max_size=12)
 
@@ -67,7 +68,7 @@ def test_every_public_method_has_its_entry_point_and_the_class_calls_it(monkeypa
 def _run(source: str, bound: dict[str, object], **arguments: object) -> object:
     entry = ast.parse(source).body[0]
     assert isinstance(entry, ast.FunctionDef)
-    function = _specialized(entry, "method_x", tuple(arguments), bound)  # type: ignore[arg-type]
+    function = _specialized(TABLE, entry, "method_x", tuple(arguments), bound)  # type: ignore[arg-type]
     namespace: dict[str, object] = {}
     exec(compile(ast.Module([function], []), "<test>", "exec"), namespace)
     return namespace["method_x"](None, *arguments.values())  # type: ignore[operator]
@@ -101,7 +102,7 @@ def test_the_simplifications_keep_the_meaning_of_a_program() -> None:
 def _specialized_text(program: str, arguments: tuple[str, ...], bound: dict[str, object]) -> str:
     entry = ast.parse(program).body[0]
     assert isinstance(entry, ast.FunctionDef)
-    return ast.unparse(_specialized(entry, "method_x", arguments, bound))  # type: ignore[arg-type]
+    return ast.unparse(_specialized(TABLE, entry, "method_x", arguments, bound))  # type: ignore[arg-type]
 
 
 def test_a_constant_is_carried_into_each_branch_up_to_that_branchs_own_write() -> None:
@@ -126,7 +127,7 @@ def test_a_constant_is_carried_into_each_branch_up_to_that_branchs_own_write() -
         def __exit__(self, *exc: object) -> None: ...
 
     namespace: dict[str, object] = {"install": lambda draft: ("installed", draft)}
-    function = _specialized(ast.parse(program).body[0], "method_x", ("value",), {"flag": False})  # type: ignore[arg-type]
+    function = _specialized(TABLE, ast.parse(program).body[0], "method_x", ("value",), {"flag": False})  # type: ignore[arg-type]
     exec(compile(ast.Module([function], []), "<test>", "exec"), namespace)
     assert namespace["method_x"](Lock(), 3) == (None, [3])  # type: ignore[operator]
     assert namespace["method_x"](Lock(), 0) == (None, ("installed", None))  # type: ignore[operator]

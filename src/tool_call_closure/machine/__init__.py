@@ -17,6 +17,8 @@ module                    what lives there
 ``module_form``           the compiled table as a module of its own: imports, annotations, digests
 ``specialize``            each public method's fast entry point: ``enter_<op>`` with what the method
                           fixes folded in (``method_succeed`` …), written into the module
+``table_facts``           what the table fixes of the machine's reads (its texts, a call's move for a
+                          fixed status), folded into those entry points
 ``generated``             the shipped table so written, checked in: the machine that runs
                           (``python -m tool_call_closure.machine.regenerate`` rewrites it)
 ``interpreter``           compile the table into dispatch tuples, walk it (the definition), and

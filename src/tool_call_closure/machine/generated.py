@@ -59,7 +59,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "6c910d1e2bede3254394385177a181105684556ba3423315b8fe8d8c9f43ff74"
+SOURCES_SHA256: Final = "67097d91d51a3fcc6ab3f29808e85d4633811059e91bee0a809c6340eecbc28f"
 
 
 def spill_BeginContext(
@@ -1824,7 +1824,7 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
             effect_validate_turn__generation = int.__index__(semantics_.cast(int, effect_validate_turn__generation))
         if (
             type(effect_validate_turn__generation) is not int
-            or not 0 <= effect_validate_turn__generation <= semantics_.MAX_SAFE_INTEGER
+            or not 0 <= effect_validate_turn__generation <= 9007199254740991
         ):
             raise semantics_.spec_error("turn_invalid")
         turn_generation = effect_validate_turn__generation
@@ -1844,7 +1844,6 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
         effect_validate_calls__limits.max_id_bytes,
         effect_validate_calls__limits.max_name_bytes,
     )
-    effect_validate_calls__pending = closure._machine.initial_call_state
     effect_validate_calls__seen: dict[str, int] = {}
     effect_validate_calls__validated: list[semantics_.CallRecord] = []
     effect_validate_calls__absent, effect_validate_calls__whitespace = (
@@ -1892,7 +1891,7 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
                     effect_validate_calls__name, effect_validate_calls__max_name, "name", effect_validate_calls__index
                 )
             effect_validate_calls__validated.append(
-                (effect_validate_calls__call_id, effect_validate_calls__name, effect_validate_calls__pending, None)
+                (effect_validate_calls__call_id, effect_validate_calls__name, "pending", None)
             )
             if "call_id" in effect_validate_calls__call:
                 semantics_._refuse_misread_pairing_id(
@@ -1919,7 +1918,7 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
                     "name",
                     effect_validate_calls__index,
                 ),
-                effect_validate_calls__pending,
+                "pending",
                 None,
             )
         )
@@ -1971,37 +1970,25 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
         elif state == "open":
             if trace is not None:
                 trace.append("begin.commit.supersede")
-            effect_supersede__machine = closure._machine
             assert run is not None
-            effect_supersede__status = effect_supersede__machine.effect_run_to["supersede"]
-            effect_supersede__texts = effect_supersede__machine.texts
+            effect_supersede__texts = closure._machine.texts
             effect_supersede__reason: semantics_.CloseReasonRecord = (
-                effect_supersede__status,
+                "cancelled",
                 effect_supersede__texts["superseded_code"],
                 closure._superseded_message,
                 "unknown",
             )
-            effect_supersede__event = effect_supersede__machine.call_events["supersede"][effect_supersede__status]
-            effect_supersede__pending = effect_supersede__machine.initial_call_state
-            effect_supersede__target = effect_supersede__machine.effect_call_next["supersede"].get(
-                (effect_supersede__pending, effect_supersede__status)
-            )
             effect_supersede__calls = tuple(run.calls)
-            if effect_supersede__target is None:
-                semantics_._close_calls(
-                    effect_supersede__machine, run.draft(), effect_supersede__reason, effect_supersede__event
-                )
-            effect_supersede__closed = effect_supersede__status in effect_supersede__machine.closed
             effect_supersede__diagnostics = tuple(run.diagnostics)
             superseded = (
                 semantics_.superseded_snapshot,
                 (
                     closure._records,
                     run.generation,
-                    effect_supersede__closed,
+                    True,
                     effect_supersede__reason,
-                    effect_supersede__pending,
-                    effect_supersede__target,
+                    "pending",
+                    "cancelled",
                     effect_supersede__calls,
                     effect_supersede__diagnostics,
                 ),
@@ -2018,12 +2005,8 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
                 draft = draft_from(closure)
             draft.state = "open"
             result_begin_result__run = draft if draft is not None else semantics_._run(closure)
-            result = (
-                semantics_.new_begin_result(result_begin_result__run.generation, result_begin_result__run.handle, None)
-                if superseded is None
-                else semantics_.superseding_begin_result(
-                    result_begin_result__run.generation, result_begin_result__run.handle, superseded
-                )
+            result = semantics_.superseding_begin_result(
+                result_begin_result__run.generation, result_begin_result__run.handle, superseded
             )
             install_fields(closure, draft, None)
             return result
@@ -2064,7 +2047,7 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
     )
     if (
         type(effect_read_handle_generation__generation) is int
-        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+        and 0 < effect_read_handle_generation__generation <= 9007199254740991
     ):
         reject_generation = effect_read_handle_generation__generation
     else:
@@ -2093,10 +2076,7 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     return reject(closure, reject_generation, "unknown_call", effect_validate_call_id__call_id, None)
                 else:
                     assert run is not None
-                    if (
-                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                        != closure._machine.initial_call_state
-                    ):
+                    if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                         if trace is not None:
                             trace.append("settle.admit.duplicate")
                         return reject(
@@ -2177,16 +2157,13 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     reject_generation,
                     "stale_generation",
                     effect_validate_call_id__call_id,
-                    effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_normalize_outcome__settlement[0]
                     if effect_normalize_outcome__settlement is not None
                     else None,
                 )
             else:
                 assert run is not None
-                if (
-                    run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                    != closure._machine.initial_call_state
-                ):
+                if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                     if trace is not None:
                         trace.append("settle.recheck.duplicate")
                     return reject(
@@ -2194,7 +2171,7 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                         reject_generation,
                         "duplicate_settlement",
                         effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
+                        effect_normalize_outcome__settlement[0]
                         if effect_normalize_outcome__settlement is not None
                         else None,
                     )
@@ -2207,7 +2184,7 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     reject_generation,
                     "stale_generation",
                     effect_validate_call_id__call_id,
-                    effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_normalize_outcome__settlement[0]
                     if effect_normalize_outcome__settlement is not None
                     else None,
                 )
@@ -2219,7 +2196,7 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     reject_generation,
                     "run_closed",
                     effect_validate_call_id__call_id,
-                    effect_normalize_outcome__settlement[semantics_.STATUS]
+                    effect_normalize_outcome__settlement[0]
                     if effect_normalize_outcome__settlement is not None
                     else None,
                 )
@@ -2231,11 +2208,10 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
             if (
                 closure._limits.text_only_tool_results
                 and effect_normalize_outcome__settlement is not None
-                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+                and semantics_._has_media(effect_normalize_outcome__settlement[2])
             ):
                 if trace is not None:
                     trace.append("settle.commit.media_moved")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
                 assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
@@ -2246,16 +2222,14 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__status = effect_normalize_outcome__settlement[0]
+                effect_record_settlement__target = closure._machine.effect_call_next["record_settlement"].get(
+                    (effect_record_settlement__state, effect_record_settlement__status)
+                )
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                    effect_record_settlement__call = closure._machine.apply_call_event(
                         effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
+                        closure._machine.call_events["record_settlement"][effect_record_settlement__status],
                         effect_normalize_outcome__settlement,
                     )
                 else:
@@ -2266,7 +2240,6 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                         effect_normalize_outcome__settlement,
                     )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                assert staged_call is not None
                 effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
                 effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
                 effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
@@ -2291,7 +2264,6 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
                 assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
@@ -2302,16 +2274,14 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__status = effect_normalize_outcome__settlement[0]
+                effect_record_settlement__target = closure._machine.effect_call_next["record_settlement"].get(
+                    (effect_record_settlement__state, effect_record_settlement__status)
+                )
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
+                    effect_record_settlement__call = closure._machine.apply_call_event(
                         effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
+                        closure._machine.call_events["record_settlement"][effect_record_settlement__status],
                         effect_normalize_outcome__settlement,
                     )
                 else:
@@ -2365,7 +2335,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
     )
     if (
         type(effect_read_handle_generation__generation) is int
-        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+        and 0 < effect_read_handle_generation__generation <= 9007199254740991
     ):
         reject_generation = effect_read_handle_generation__generation
     else:
@@ -2408,10 +2378,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         )
                     else:
                         assert run is not None
-                        if (
-                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                            != closure._machine.initial_call_state
-                        ):
+                        if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                             if trace is not None:
                                 trace.append("settle.admit.duplicate")
                             return reject(
@@ -2452,16 +2419,12 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                 None,
                 None,
             )
-            if (
-                closure._limits.text_only_tool_results
-                and effect_normalize_outcome__settlement is not None
-                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+            if closure._limits.text_only_tool_results and semantics_._has_media(
+                effect_normalize_outcome__settlement[2]
             ):
                 if trace is not None:
                     trace.append("settle.commit.media_moved")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
-                assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                 effect_record_settlement__call = run.calls[effect_record_settlement__position]
                 (
@@ -2470,17 +2433,10 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__target = "success" if effect_record_settlement__state == "pending" else None
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
+                    effect_record_settlement__call = closure._machine.apply_call_event(
+                        effect_record_settlement__call, "report_success", effect_normalize_outcome__settlement
                     )
                 else:
                     effect_record_settlement__call = (
@@ -2490,7 +2446,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         effect_normalize_outcome__settlement,
                     )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                assert staged_call is not None
                 effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
                 effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
                 effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
@@ -2505,7 +2460,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         ),
                     ]
                 staged_call = None
-                assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2515,9 +2469,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
-                assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                 effect_record_settlement__call = run.calls[effect_record_settlement__position]
                 (
@@ -2526,17 +2478,10 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__target = "success" if effect_record_settlement__state == "pending" else None
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
+                    effect_record_settlement__call = closure._machine.apply_call_event(
+                        effect_record_settlement__call, "report_success", effect_normalize_outcome__settlement
                     )
                 else:
                     effect_record_settlement__call = (
@@ -2546,7 +2491,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         effect_normalize_outcome__settlement,
                     )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2583,10 +2527,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         )
                     else:
                         assert run is not None
-                        if (
-                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                            != closure._machine.initial_call_state
-                        ):
+                        if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                             if trace is not None:
                                 trace.append("settle.admit.duplicate")
                             return reject(
@@ -2640,20 +2581,11 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                     if trace is not None:
                         trace.append("settle.recheck.stale")
                     return reject(
-                        closure,
-                        reject_generation,
-                        "stale_generation",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
                     )
                 else:
                     assert run is not None
-                    if (
-                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                        != closure._machine.initial_call_state
-                    ):
+                    if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                         if trace is not None:
                             trace.append("settle.recheck.duplicate")
                         return reject(
@@ -2661,50 +2593,30 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             reject_generation,
                             "duplicate_settlement",
                             effect_validate_call_id__call_id,
-                            effect_normalize_outcome__settlement[semantics_.STATUS]
-                            if effect_normalize_outcome__settlement is not None
-                            else None,
+                            "success",
                         )
             elif state in ("complete", "error", "cancelled"):
                 if run is None or handle is not run.handle:
                     if trace is not None:
                         trace.append("settle.recheck.stale")
                     return reject(
-                        closure,
-                        reject_generation,
-                        "stale_generation",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "success"
                     )
                 else:
                     if trace is not None:
                         trace.append("settle.recheck.closed")
-                    return reject(
-                        closure,
-                        reject_generation,
-                        "run_closed",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
-                    )
+                    return reject(closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "success")
             run = closure._run
             state = run.state if run is not None else "none"
             if state == "none":
                 pass
             elif state == "open":
-                if (
-                    closure._limits.text_only_tool_results
-                    and effect_normalize_outcome__settlement is not None
-                    and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
+                if closure._limits.text_only_tool_results and semantics_._has_media(
+                    effect_normalize_outcome__settlement[2]
                 ):
                     if trace is not None:
                         trace.append("settle.commit.media_moved")
-                    effect_record_settlement__machine = closure._machine
                     assert run is not None
-                    assert effect_normalize_outcome__settlement is not None
                     effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                     effect_record_settlement__call = run.calls[effect_record_settlement__position]
                     (
@@ -2713,17 +2625,12 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         effect_record_settlement__state,
                         effect_record_settlement___before,
                     ) = effect_record_settlement__call
-                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                        "record_settlement"
-                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    effect_record_settlement__target = (
+                        "success" if effect_record_settlement__state == "pending" else None
+                    )
                     if effect_record_settlement__target is None:
-                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                            effect_record_settlement__call,
-                            effect_record_settlement__machine.call_events["record_settlement"][
-                                effect_record_settlement__status
-                            ],
-                            effect_normalize_outcome__settlement,
+                        effect_record_settlement__call = closure._machine.apply_call_event(
+                            effect_record_settlement__call, "report_success", effect_normalize_outcome__settlement
                         )
                     else:
                         effect_record_settlement__call = (
@@ -2733,7 +2640,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             effect_normalize_outcome__settlement,
                         )
                     staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                    assert staged_call is not None
                     effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
                     effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
                     effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
@@ -2748,7 +2654,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             ),
                         ]
                     staged_call = None
-                    assert effect_normalize_outcome__settlement is not None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2758,9 +2663,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                 else:
                     if trace is not None:
                         trace.append("settle.commit.record")
-                    effect_record_settlement__machine = closure._machine
                     assert run is not None
-                    assert effect_normalize_outcome__settlement is not None
                     effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                     effect_record_settlement__call = run.calls[effect_record_settlement__position]
                     (
@@ -2769,17 +2672,12 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         effect_record_settlement__state,
                         effect_record_settlement___before,
                     ) = effect_record_settlement__call
-                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                        "record_settlement"
-                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    effect_record_settlement__target = (
+                        "success" if effect_record_settlement__state == "pending" else None
+                    )
                     if effect_record_settlement__target is None:
-                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                            effect_record_settlement__call,
-                            effect_record_settlement__machine.call_events["record_settlement"][
-                                effect_record_settlement__status
-                            ],
-                            effect_normalize_outcome__settlement,
+                        effect_record_settlement__call = closure._machine.apply_call_event(
+                            effect_record_settlement__call, "report_success", effect_normalize_outcome__settlement
                         )
                     else:
                         effect_record_settlement__call = (
@@ -2789,7 +2687,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             effect_normalize_outcome__settlement,
                         )
                     staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                    assert effect_normalize_outcome__settlement is not None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2832,7 +2729,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
     )
     if (
         type(effect_read_handle_generation__generation) is int
-        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+        and 0 < effect_read_handle_generation__generation <= 9007199254740991
     ):
         reject_generation = effect_read_handle_generation__generation
     else:
@@ -2865,10 +2762,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         )
                     else:
                         assert run is not None
-                        if (
-                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                            != closure._machine.initial_call_state
-                        ):
+                        if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                             if trace is not None:
                                 trace.append("settle.admit.duplicate")
                             return reject(
@@ -2910,16 +2804,10 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                 effect_normalize_outcome__message,
                 None,
             )
-            if (
-                closure._limits.text_only_tool_results
-                and effect_normalize_outcome__settlement is not None
-                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
-            ):
+            if closure._limits.text_only_tool_results and semantics_._has_media(None):
                 if trace is not None:
                     trace.append("settle.commit.media_moved")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
-                assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                 effect_record_settlement__call = run.calls[effect_record_settlement__position]
                 (
@@ -2928,17 +2816,10 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__target = "error" if effect_record_settlement__state == "pending" else None
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
+                    effect_record_settlement__call = closure._machine.apply_call_event(
+                        effect_record_settlement__call, "report_error", effect_normalize_outcome__settlement
                     )
                 else:
                     effect_record_settlement__call = (
@@ -2948,7 +2829,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         effect_normalize_outcome__settlement,
                     )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                assert staged_call is not None
                 effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
                 effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
                 effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
@@ -2963,7 +2843,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         ),
                     ]
                 staged_call = None
-                assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2973,9 +2852,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
-                assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                 effect_record_settlement__call = run.calls[effect_record_settlement__position]
                 (
@@ -2984,17 +2861,10 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__target = "error" if effect_record_settlement__state == "pending" else None
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
+                    effect_record_settlement__call = closure._machine.apply_call_event(
+                        effect_record_settlement__call, "report_error", effect_normalize_outcome__settlement
                     )
                 else:
                     effect_record_settlement__call = (
@@ -3004,7 +2874,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         effect_normalize_outcome__settlement,
                     )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3039,10 +2908,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         )
                     else:
                         assert run is not None
-                        if (
-                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                            != closure._machine.initial_call_state
-                        ):
+                        if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                             if trace is not None:
                                 trace.append("settle.admit.duplicate")
                             return reject(
@@ -3097,20 +2963,11 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                     if trace is not None:
                         trace.append("settle.recheck.stale")
                     return reject(
-                        closure,
-                        reject_generation,
-                        "stale_generation",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error"
                     )
                 else:
                     assert run is not None
-                    if (
-                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                        != closure._machine.initial_call_state
-                    ):
+                    if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                         if trace is not None:
                             trace.append("settle.recheck.duplicate")
                         return reject(
@@ -3118,50 +2975,28 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             reject_generation,
                             "duplicate_settlement",
                             effect_validate_call_id__call_id,
-                            effect_normalize_outcome__settlement[semantics_.STATUS]
-                            if effect_normalize_outcome__settlement is not None
-                            else None,
+                            "error",
                         )
             elif state in ("complete", "error", "cancelled"):
                 if run is None or handle is not run.handle:
                     if trace is not None:
                         trace.append("settle.recheck.stale")
                     return reject(
-                        closure,
-                        reject_generation,
-                        "stale_generation",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "error"
                     )
                 else:
                     if trace is not None:
                         trace.append("settle.recheck.closed")
-                    return reject(
-                        closure,
-                        reject_generation,
-                        "run_closed",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
-                    )
+                    return reject(closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "error")
             run = closure._run
             state = run.state if run is not None else "none"
             if state == "none":
                 pass
             elif state == "open":
-                if (
-                    closure._limits.text_only_tool_results
-                    and effect_normalize_outcome__settlement is not None
-                    and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
-                ):
+                if closure._limits.text_only_tool_results and semantics_._has_media(None):
                     if trace is not None:
                         trace.append("settle.commit.media_moved")
-                    effect_record_settlement__machine = closure._machine
                     assert run is not None
-                    assert effect_normalize_outcome__settlement is not None
                     effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                     effect_record_settlement__call = run.calls[effect_record_settlement__position]
                     (
@@ -3170,17 +3005,10 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         effect_record_settlement__state,
                         effect_record_settlement___before,
                     ) = effect_record_settlement__call
-                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                        "record_settlement"
-                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    effect_record_settlement__target = "error" if effect_record_settlement__state == "pending" else None
                     if effect_record_settlement__target is None:
-                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                            effect_record_settlement__call,
-                            effect_record_settlement__machine.call_events["record_settlement"][
-                                effect_record_settlement__status
-                            ],
-                            effect_normalize_outcome__settlement,
+                        effect_record_settlement__call = closure._machine.apply_call_event(
+                            effect_record_settlement__call, "report_error", effect_normalize_outcome__settlement
                         )
                     else:
                         effect_record_settlement__call = (
@@ -3190,7 +3018,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             effect_normalize_outcome__settlement,
                         )
                     staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                    assert staged_call is not None
                     effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
                     effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
                     effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
@@ -3205,7 +3032,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             ),
                         ]
                     staged_call = None
-                    assert effect_normalize_outcome__settlement is not None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3215,9 +3041,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                 else:
                     if trace is not None:
                         trace.append("settle.commit.record")
-                    effect_record_settlement__machine = closure._machine
                     assert run is not None
-                    assert effect_normalize_outcome__settlement is not None
                     effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                     effect_record_settlement__call = run.calls[effect_record_settlement__position]
                     (
@@ -3226,17 +3050,10 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         effect_record_settlement__state,
                         effect_record_settlement___before,
                     ) = effect_record_settlement__call
-                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                        "record_settlement"
-                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    effect_record_settlement__target = "error" if effect_record_settlement__state == "pending" else None
                     if effect_record_settlement__target is None:
-                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                            effect_record_settlement__call,
-                            effect_record_settlement__machine.call_events["record_settlement"][
-                                effect_record_settlement__status
-                            ],
-                            effect_normalize_outcome__settlement,
+                        effect_record_settlement__call = closure._machine.apply_call_event(
+                            effect_record_settlement__call, "report_error", effect_normalize_outcome__settlement
                         )
                     else:
                         effect_record_settlement__call = (
@@ -3246,7 +3063,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             effect_normalize_outcome__settlement,
                         )
                     staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                    assert effect_normalize_outcome__settlement is not None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3289,7 +3105,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
     )
     if (
         type(effect_read_handle_generation__generation) is int
-        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+        and 0 < effect_read_handle_generation__generation <= 9007199254740991
     ):
         reject_generation = effect_read_handle_generation__generation
     else:
@@ -3324,10 +3140,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         )
                     else:
                         assert run is not None
-                        if (
-                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                            != closure._machine.initial_call_state
-                        ):
+                        if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                             if trace is not None:
                                 trace.append("settle.admit.duplicate")
                             return reject(
@@ -3371,16 +3184,10 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                 effect_normalize_outcome__message,
                 None,
             )
-            if (
-                closure._limits.text_only_tool_results
-                and effect_normalize_outcome__settlement is not None
-                and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
-            ):
+            if closure._limits.text_only_tool_results and semantics_._has_media(None):
                 if trace is not None:
                     trace.append("settle.commit.media_moved")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
-                assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                 effect_record_settlement__call = run.calls[effect_record_settlement__position]
                 (
@@ -3389,17 +3196,10 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__target = "cancelled" if effect_record_settlement__state == "pending" else None
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
+                    effect_record_settlement__call = closure._machine.apply_call_event(
+                        effect_record_settlement__call, "report_cancelled", effect_normalize_outcome__settlement
                     )
                 else:
                     effect_record_settlement__call = (
@@ -3409,7 +3209,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         effect_normalize_outcome__settlement,
                     )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                assert staged_call is not None
                 effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
                 effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
                 effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
@@ -3424,7 +3223,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         ),
                     ]
                 staged_call = None
-                assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3434,9 +3232,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
-                effect_record_settlement__machine = closure._machine
                 assert run is not None
-                assert effect_normalize_outcome__settlement is not None
                 effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                 effect_record_settlement__call = run.calls[effect_record_settlement__position]
                 (
@@ -3445,17 +3241,10 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                     effect_record_settlement__state,
                     effect_record_settlement___before,
                 ) = effect_record_settlement__call
-                effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                    "record_settlement"
-                ].get((effect_record_settlement__state, effect_record_settlement__status))
+                effect_record_settlement__target = "cancelled" if effect_record_settlement__state == "pending" else None
                 if effect_record_settlement__target is None:
-                    effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                        effect_record_settlement__call,
-                        effect_record_settlement__machine.call_events["record_settlement"][
-                            effect_record_settlement__status
-                        ],
-                        effect_normalize_outcome__settlement,
+                    effect_record_settlement__call = closure._machine.apply_call_event(
+                        effect_record_settlement__call, "report_cancelled", effect_normalize_outcome__settlement
                     )
                 else:
                     effect_record_settlement__call = (
@@ -3465,7 +3254,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         effect_normalize_outcome__settlement,
                     )
                 staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3502,10 +3290,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         )
                     else:
                         assert run is not None
-                        if (
-                            run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                            != closure._machine.initial_call_state
-                        ):
+                        if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                             if trace is not None:
                                 trace.append("settle.admit.duplicate")
                             return reject(
@@ -3562,20 +3347,11 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                     if trace is not None:
                         trace.append("settle.recheck.stale")
                     return reject(
-                        closure,
-                        reject_generation,
-                        "stale_generation",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
                     )
                 else:
                     assert run is not None
-                    if (
-                        run.calls[run.index[effect_validate_call_id__call_id]][semantics_.CALL_STATE]
-                        != closure._machine.initial_call_state
-                    ):
+                    if run.calls[run.index[effect_validate_call_id__call_id]][2] != "pending":
                         if trace is not None:
                             trace.append("settle.recheck.duplicate")
                         return reject(
@@ -3583,50 +3359,30 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             reject_generation,
                             "duplicate_settlement",
                             effect_validate_call_id__call_id,
-                            effect_normalize_outcome__settlement[semantics_.STATUS]
-                            if effect_normalize_outcome__settlement is not None
-                            else None,
+                            "cancelled",
                         )
             elif state in ("complete", "error", "cancelled"):
                 if run is None or handle is not run.handle:
                     if trace is not None:
                         trace.append("settle.recheck.stale")
                     return reject(
-                        closure,
-                        reject_generation,
-                        "stale_generation",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
+                        closure, reject_generation, "stale_generation", effect_validate_call_id__call_id, "cancelled"
                     )
                 else:
                     if trace is not None:
                         trace.append("settle.recheck.closed")
                     return reject(
-                        closure,
-                        reject_generation,
-                        "run_closed",
-                        effect_validate_call_id__call_id,
-                        effect_normalize_outcome__settlement[semantics_.STATUS]
-                        if effect_normalize_outcome__settlement is not None
-                        else None,
+                        closure, reject_generation, "run_closed", effect_validate_call_id__call_id, "cancelled"
                     )
             run = closure._run
             state = run.state if run is not None else "none"
             if state == "none":
                 pass
             elif state == "open":
-                if (
-                    closure._limits.text_only_tool_results
-                    and effect_normalize_outcome__settlement is not None
-                    and semantics_._has_media(effect_normalize_outcome__settlement[semantics_.CONTENT])
-                ):
+                if closure._limits.text_only_tool_results and semantics_._has_media(None):
                     if trace is not None:
                         trace.append("settle.commit.media_moved")
-                    effect_record_settlement__machine = closure._machine
                     assert run is not None
-                    assert effect_normalize_outcome__settlement is not None
                     effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                     effect_record_settlement__call = run.calls[effect_record_settlement__position]
                     (
@@ -3635,17 +3391,12 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         effect_record_settlement__state,
                         effect_record_settlement___before,
                     ) = effect_record_settlement__call
-                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                        "record_settlement"
-                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    effect_record_settlement__target = (
+                        "cancelled" if effect_record_settlement__state == "pending" else None
+                    )
                     if effect_record_settlement__target is None:
-                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                            effect_record_settlement__call,
-                            effect_record_settlement__machine.call_events["record_settlement"][
-                                effect_record_settlement__status
-                            ],
-                            effect_normalize_outcome__settlement,
+                        effect_record_settlement__call = closure._machine.apply_call_event(
+                            effect_record_settlement__call, "report_cancelled", effect_normalize_outcome__settlement
                         )
                     else:
                         effect_record_settlement__call = (
@@ -3655,7 +3406,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             effect_normalize_outcome__settlement,
                         )
                     staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                    assert staged_call is not None
                     effect_record_media_moved__aside = draft if draft is not None else (draft := draft_from(closure))
                     effect_record_media_moved__aside.calls[staged_call[0]] = staged_call[1]
                     effect_record_media_moved__diagnostics = effect_record_media_moved__aside.diagnostics
@@ -3670,7 +3420,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             ),
                         ]
                     staged_call = None
-                    assert effect_normalize_outcome__settlement is not None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3680,9 +3429,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                 else:
                     if trace is not None:
                         trace.append("settle.commit.record")
-                    effect_record_settlement__machine = closure._machine
                     assert run is not None
-                    assert effect_normalize_outcome__settlement is not None
                     effect_record_settlement__position = run.index[effect_validate_call_id__call_id]
                     effect_record_settlement__call = run.calls[effect_record_settlement__position]
                     (
@@ -3691,17 +3438,12 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         effect_record_settlement__state,
                         effect_record_settlement___before,
                     ) = effect_record_settlement__call
-                    effect_record_settlement__status = effect_normalize_outcome__settlement[semantics_.STATUS]
-                    effect_record_settlement__target = effect_record_settlement__machine.effect_call_next[
-                        "record_settlement"
-                    ].get((effect_record_settlement__state, effect_record_settlement__status))
+                    effect_record_settlement__target = (
+                        "cancelled" if effect_record_settlement__state == "pending" else None
+                    )
                     if effect_record_settlement__target is None:
-                        effect_record_settlement__call = effect_record_settlement__machine.apply_call_event(
-                            effect_record_settlement__call,
-                            effect_record_settlement__machine.call_events["record_settlement"][
-                                effect_record_settlement__status
-                            ],
-                            effect_normalize_outcome__settlement,
+                        effect_record_settlement__call = closure._machine.apply_call_event(
+                            effect_record_settlement__call, "report_cancelled", effect_normalize_outcome__settlement
                         )
                     else:
                         effect_record_settlement__call = (
@@ -3711,7 +3453,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             effect_normalize_outcome__settlement,
                         )
                     staged_call = (effect_record_settlement__position, effect_record_settlement__call)
-                    assert effect_normalize_outcome__settlement is not None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3741,7 +3482,7 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
     )
     if (
         type(effect_read_handle_generation__generation) is int
-        and 0 < effect_read_handle_generation__generation <= semantics_.MAX_SAFE_INTEGER
+        and 0 < effect_read_handle_generation__generation <= 9007199254740991
     ):
         reject_generation = effect_read_handle_generation__generation
     else:
@@ -3806,17 +3547,16 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
             )
             if trace is not None:
                 trace.append("close.commit.close")
-            effect_synthesize_pending__machine = closure._machine
             assert close_reason is not None
             semantics_._close_calls(
-                effect_synthesize_pending__machine,
+                closure._machine,
                 draft if draft is not None else (draft := draft_from(closure)),
                 close_reason,
-                effect_synthesize_pending__machine.call_events["synthesize_pending"][close_reason[semantics_.STATUS]],
+                closure._machine.call_events["synthesize_pending"][close_reason[0]],
             )
             (draft if draft is not None else (draft := draft_from(closure))).close_reason = close_reason
             assert close_reason is not None, "normalize_close_reason ran before the commit"
-            target = close_reason[semantics_.STATUS]
+            target = close_reason[0]
             if target not in ("error", "cancelled"):
                 raise spec_error("illegal_transition", operation="close", state=target)
             if draft is None:
@@ -3893,19 +3633,16 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
             elif state == "open":
                 if trace is not None:
                     trace.append("close.commit.close")
-                effect_synthesize_pending__machine = closure._machine
                 assert close_reason is not None
                 semantics_._close_calls(
-                    effect_synthesize_pending__machine,
+                    closure._machine,
                     draft if draft is not None else (draft := draft_from(closure)),
                     close_reason,
-                    effect_synthesize_pending__machine.call_events["synthesize_pending"][
-                        close_reason[semantics_.STATUS]
-                    ],
+                    closure._machine.call_events["synthesize_pending"][close_reason[0]],
                 )
                 (draft if draft is not None else (draft := draft_from(closure))).close_reason = close_reason
                 assert close_reason is not None, "normalize_close_reason ran before the commit"
-                target = close_reason[semantics_.STATUS]
+                target = close_reason[0]
                 if target not in ("error", "cancelled"):
                     raise spec_error("illegal_transition", operation="close", state=target)
                 if draft is None:

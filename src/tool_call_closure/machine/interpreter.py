@@ -80,6 +80,8 @@ from tool_call_closure.machine import inliner as inliner_module
 from tool_call_closure.machine import module_form as module_form_module
 from tool_call_closure.machine import semantics as sem
 from tool_call_closure.machine import specialize as specialize_module
+from tool_call_closure.machine import table_facts as table_facts_module
+from tool_call_closure.machine import table_types as table_types_module
 from tool_call_closure.machine.compiler import Operation, compile_operations, row_commits
 from tool_call_closure.machine.context import (
     OPERATION_CONTEXTS,
@@ -177,28 +179,10 @@ class Machine:
         self.initial_call_state: str = table.initial_call_state
         self.call_next: Mapping[tuple[str, str], str] = {(t.from_state, t.event): t.to for t in table.call_transitions}
         self.effect_run_to: Mapping[str, str] = {e.id: e.run_to for e in table.effects.values() if e.run_to}
-        # effect id -> {call status -> call event}: "report_<status>" names one event per status,
-        # a plain event name ("synthesize_cancelled") the same event for every status.
-        self.call_events: Mapping[str, Mapping[str, str]] = {
-            e.id: {
-                status: e.call_event.replace("<status>", status)
-                for status in table.call_states
-                if e.call_event.replace("<status>", status) in table.call_events
-            }
-            for e in table.effects.values()
-            if e.call_event
-        }
-        # effect id -> {(call state, call status) -> the call state its event moves to}: the call machine's move
-        # resolved when the table is compiled, so a settlement looks it up once (a move it lacks is not here).
-        self.effect_call_next: Mapping[str, dict[tuple[str, str], str]] = {
-            effect: {
-                (state, status): self.call_next[state, event]
-                for status, event in events.items()
-                for state in table.call_states
-                if (state, event) in self.call_next
-            }
-            for effect, events in self.call_events.items()
-        }
+        # effect id -> {call status -> call event}, and -> {(call state, call status) -> the call state it moves to}:
+        # the call machine's move resolved when the table is compiled, so a settlement looks it up once.
+        self.call_events: Mapping[str, Mapping[str, str]] = table.effect_call_events()
+        self.effect_call_next: Mapping[str, dict[tuple[str, str], str]] = table.effect_call_moves()
         for j, m in enumerate(table.operations["export"].methods):
             if "format" not in m:
                 raise TableError(
@@ -519,7 +503,16 @@ HELPERS: Final[Mapping[str, Any]] = {
 }
 """The mechanisms the generated code shares with the walk, by the name the generated code calls them."""
 
-GENERATED_FROM: Final = (sem, context_module, inliner_module, compiler_module, module_form_module, specialize_module)
+GENERATED_FROM: Final = (
+    sem,
+    context_module,
+    inliner_module,
+    compiler_module,
+    module_form_module,
+    specialize_module,
+    table_facts_module,
+    table_types_module,
+)
 """The modules whose source the generated machine depends on, besides the table (their digest is its header's)."""
 
 

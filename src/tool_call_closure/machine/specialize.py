@@ -20,6 +20,10 @@ until nothing changes):
 * a comparison or boolean of constants is computed, an ``if`` or
   conditional expression on a constant keeps its taken branch, an
   ``assert`` of a true constant goes;
+* what the table fixes of the machine is read from the table
+  (:mod:`.table_facts`): its texts and initial call state, a call's move
+  for a status the method fixes; and a field of a record the copy has just
+  built is that record's element;
 * inside the lock, ``closure._run`` is the run read at the start of the
   phase (``run``): nothing can write it there before the commit installs,
   so re-reading it is a load the copy leaves out;
@@ -46,6 +50,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from tool_call_closure.machine.table import Table
+from tool_call_closure.machine.table_facts import fold_table_facts, is_machine_read, record_fields
 
 __all__ = ["METHOD_ARGUMENTS", "method_functions"]
 
@@ -82,14 +87,14 @@ def method_functions(table: Table, source: str) -> tuple[list[str], dict[str, st
             if "default_code" in method:
                 fixed["default_code"] = table.texts[method["default_code"]]
             fixed.update(_PYTHON_FIXED.get(python, {}))
-            function = _specialized(entry, f"method_{python}", METHOD_ARGUMENTS[python], fixed)
+            function = _specialized(table, entry, f"method_{python}", METHOD_ARGUMENTS[python], fixed)
             functions.append(ast.unparse(function))
             names[python] = function.name
     return functions, names
 
 
 def _specialized(
-    entry: ast.FunctionDef, name: str, passed: tuple[str, ...], fixed: Mapping[str, str | bool]
+    table: Table, entry: ast.FunctionDef, name: str, passed: tuple[str, ...], fixed: Mapping[str, str | bool]
 ) -> ast.FunctionDef:
     function = copy.deepcopy(entry)
     function.name = name
@@ -117,9 +122,11 @@ def _specialized(
     function.body = [ast.Expr(ast.Constant(doc)), *_substitute(body, bound)]
     for _ in range(20):  # each round can only remove: it ends well before this
         before = ast.dump(function)
+        fold_table_facts(function, table)
         function.body = _simplify_block(function.body, function)
         function.body = _hoist_runs(function.body)
         function.body = _propagate(function)
+        function.body = _forward_records(function.body)
         function.body = _drop_dead_stores(function)
         function.body = _inline_settlement_install(function.body)
         if ast.dump(function) == before:
@@ -386,7 +393,7 @@ def _forward(body: list[ast.stmt], locals_: set[str]) -> list[ast.stmt]:
         target, source = _simple_assignment(statement)
         if target is None or source is None:
             continue
-        names = {target}
+        names = {target}  # (``closure._machine`` is never written: only the target ends it)
         if isinstance(source, ast.Name):
             if source.id == target or source.id not in locals_:
                 continue
@@ -395,36 +402,58 @@ def _forward(body: list[ast.stmt], locals_: set[str]) -> list[ast.stmt]:
     return body
 
 
-def _substitute_until_written(block: list[ast.stmt], values: dict[str, ast.expr], names: set[str]) -> bool:
+def _substitute_until_written(
+    block: list[ast.stmt], values: dict[str, ast.expr], names: set[str], rewrite: ast.NodeTransformer | None = None
+) -> bool:
     """Read ``values`` into ``block`` in place, up to the first statement that writes one of ``names``.
+
+    ``rewrite``, when given, replaces the reading of ``values`` (and carries into branches as a constant does).
 
     A constant is also carried into the branches of an ``if`` and the body of a
     ``with`` that write it in some branch only: each branch up to its own write
     (the branches exclude each other, a ``with`` body runs once).  Returns True
     if the block wrote one of the names.
     """
-    constant = all(isinstance(value, ast.Constant) for value in values.values())
+    constant = rewrite is not None or all(isinstance(value, ast.Constant) for value in values.values())
+    replace = rewrite if rewrite is not None else _Replace(values)
     for index, following in enumerate(block):
         if not any(_writes(following, name) for name in names):
-            block[index] = _substitute([following], values)[0]
+            block[index] = replace.visit(following)
             continue
         if isinstance(following, ast.If) and constant:
             # (A name is not put in a condition that narrows it for the branch's own write: the type
             # checker narrows the name the condition tests.)
             if not any(_writes(ast.Expr(following.test), name) for name in names):
-                following.test = _Replace(values).visit(following.test)
-                _substitute_until_written(following.body, values, names)
-                _substitute_until_written(following.orelse, values, names)
+                following.test = replace.visit(following.test)
+                _substitute_until_written(following.body, values, names, rewrite)
+                _substitute_until_written(following.orelse, values, names, rewrite)
         elif isinstance(following, ast.With) and constant and not any(_writes_items(following, n) for n in names):
-            _substitute_until_written(following.body, values, names)
+            _substitute_until_written(following.body, values, names, rewrite)
         elif (
             isinstance(following, (ast.Assign, ast.AnnAssign))
             and following.value is not None
             and _no_walrus(following.value)
         ):
-            following.value = _Replace(values).visit(following.value)
+            following.value = replace.visit(following.value)
         return True
     return False
+
+
+def _forward_records(body: list[ast.stmt]) -> list[ast.stmt]:
+    """After ``x = (…)`` (a tuple display), ``x[k]`` is its element k where that is a constant, and x is not None.
+
+    Block by block, up to the first statement that writes ``x``, as :func:`_forward` carries a constant.
+    """
+    for position, statement in enumerate(body):
+        for _field, value in ast.iter_fields(statement):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                _forward_records(value)
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, record = statement.targets[0], statement.value
+            if isinstance(target, ast.Name) and isinstance(record, ast.Tuple):
+                rewrite = record_fields(target.id, record)
+                _substitute_until_written(body[position + 1 :], {}, {target.id}, rewrite)
+    return body
 
 
 def _writes_items(statement: ast.With, name: str) -> bool:
@@ -456,7 +485,7 @@ def _simple_assignment(statement: ast.stmt) -> tuple[str | None, ast.expr | None
         target, value = statement.target, statement.value
     else:  # (a copy annotated Any is kept: read through it, a value escapes the narrowing of a type test)
         return None, None
-    if isinstance(target, ast.Name) and isinstance(value, (ast.Constant, ast.Name)):
+    if isinstance(target, ast.Name) and (isinstance(value, (ast.Constant, ast.Name)) or is_machine_read(value)):
         return target.id, value
     return None, None
 
@@ -470,7 +499,7 @@ def _is_any(annotation: ast.expr) -> bool:
 def _pure(value: ast.expr | None) -> bool:
     if value is None:
         return False  # a bare annotation: nothing runs, and it keeps the type of the local's other assignments
-    if isinstance(value, (ast.Constant, ast.Name)):
+    if isinstance(value, (ast.Constant, ast.Name)) or is_machine_read(value):
         return True
     return isinstance(value, ast.Tuple) and all(_pure(e) for e in value.elts)
 

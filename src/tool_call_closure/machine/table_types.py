@@ -134,6 +134,39 @@ class Table:
     invariants: Mapping[str, str]
     flags: tuple[FlagSpec, ...] = ()  # the flag options, in the table's order (after the limits)
 
+    def effect_call_events(self) -> dict[str, dict[str, str]]:
+        """Effect id -> {call status -> the call event it applies}, for the effects that move calls.
+
+        ``"report_<status>"`` names one event per status; a plain event name (``"synthesize_cancelled"``) is the
+        same event for every status.
+        """
+        return {
+            e.id: {
+                status: e.call_event.replace("<status>", status)
+                for status in self.call_states
+                if e.call_event.replace("<status>", status) in self.call_events
+            }
+            for e in self.effects.values()
+            if e.call_event
+        }
+
+    def effect_call_moves(self) -> dict[str, dict[tuple[str, str], str]]:
+        """Effect id -> {(call state, call status) -> the call state its event moves to}; a move it lacks is absent.
+
+        The call machine resolved once for the table: the compiled machine looks a settlement's move up with one
+        read, and the method copies (``machine.specialize``) fold it where the status is fixed.
+        """
+        moves = {(t.from_state, t.event): t.to for t in self.call_transitions}
+        return {
+            effect: {
+                (state, status): moves[state, event]
+                for status, event in events.items()
+                for state in self.call_states
+                if (state, event) in moves
+            }
+            for effect, events in self.effect_call_events().items()
+        }
+
     def rows_for(self, op: str, phase: str, state: str) -> tuple[Row, ...]:
         """The rows of ``op`` in ``phase`` that apply to run state ``state``, in table order."""
         return tuple(r for r in self.transitions if r.op == op and r.phase == phase and state in r.from_states)
