@@ -31,6 +31,13 @@ finer than real asynchronous exceptions, which the interpreter delivers only
 at calls and backward jumps, and covers every ``MemoryError`` an allocation
 can raise.
 
+A settlement's commit in a method copy (``machine.specialize``) is not a
+call but the one item assignment ``run.calls[position] = call`` in the copy
+itself: each opcode of that line is a point (a fault there leaves the state
+as before), and the install counts as done once its ``STORE_SUBSCR`` has run
+(:func:`_is_install_store`), which is the next opcode the frame executes
+without a fault.
+
 The result says whether the fault fired and whether :func:`install
 <tool_call_closure.machine.context.install>` had already run when it did; the
 checkers (``tests/test_stateful.py``, ``proofs/bfs_check.py --faults``,
@@ -43,6 +50,7 @@ longer fires injects at every point of every commit.
 from __future__ import annotations
 
 import _weakrefset
+import dis
 import linecache
 import sys
 import types
@@ -64,9 +72,9 @@ _CHECKED_IN = generated.__file__  # the shipped table's compiled machine, checke
 _OWN_GENERATED = "<tool-call-closure "  # the compiled table and the view builders (values.py)
 _WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})  # the registry's WeakValueDictionary
 _PLUMBING_LINE = "with lock:"  # a generated operation's acquisition and release of the lock
-_INSTALLS = frozenset(
-    {"install", "install_fields", "install_call", "install_diagnostic"}
-)  # the one-assignment steps of context.py
+_INSTALLS = frozenset({"install", "install_fields", "install_diagnostic"})  # the one-assignment steps of context.py
+_INLINE_INSTALL = "run.calls["  # a method copy's settlement commit: run.calls[position] = call (machine.specialize)
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 
 
 class InjectedFault(BaseException):
@@ -110,6 +118,16 @@ def _is_install(frame: types.FrameType) -> bool:
     return frame.f_code.co_name in _INSTALLS and frame.f_code.co_filename.endswith("context.py")
 
 
+def _is_install_store(frame: types.FrameType) -> bool:
+    """The opcode about to run is the item assignment of a method copy's inline install (into the installed run)."""
+    code = frame.f_code
+    if code.co_code[frame.f_lasti] != _STORE_SUBSCR:
+        return False
+    if not (code.co_filename.startswith(_GENERATED) or code.co_filename == _CHECKED_IN):
+        return False
+    return linecache.getline(code.co_filename, frame.f_lineno).strip().startswith(_INLINE_INSTALL)
+
+
 def run_with_fault(
     closure: Any,
     operation: Callable[[], Any],
@@ -121,6 +139,7 @@ def run_with_fault(
         raise RuntimeError("the fault injector cannot enter compiled code: check I9 with TCC_MACHINE=pure")
     lock = closure._lock
     state = FaultRun(fired=False, installed=False, points=0)
+    storing: list[types.FrameType] = []  # the frame whose inline install's item assignment is the opcode running
 
     def installing(frame: types.FrameType, event: str, arg: Any) -> Any:
         if event == "return":
@@ -128,12 +147,18 @@ def run_with_fault(
         return installing
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if event != "opcode" or state.fired or not lock._is_owned() or _is_plumbing_line(frame):
+        if event != "opcode":
+            return local
+        if storing:  # the opcode before this one was an inline install's item assignment, and it ran
+            state.installed = state.installed or storing.pop() is frame
+        if state.fired or not lock._is_owned() or _is_plumbing_line(frame):
             return local
         state.points += 1
         if state.points == k:
             state.fired = True
             raise make()
+        if _is_install_store(frame):
+            storing.append(frame)
         return local
 
     def global_(frame: types.FrameType, event: str, arg: Any) -> Any:

@@ -106,7 +106,7 @@ def _specialized_text(program: str, arguments: tuple[str, ...], bound: dict[str,
 
 
 def test_a_constant_is_carried_into_each_branch_up_to_that_branchs_own_write() -> None:
-    """A draft that only the media_moved row makes must not keep the record row off its install_call fast path."""
+    """A draft that only the media_moved row makes must not keep the record row off its inline install."""
     program = (
         "def enter_x(closure, value, flag=False):\n"
         "    draft = None\n"
@@ -157,4 +157,5 @@ def test_a_copy_annotated_any_is_kept_so_that_a_type_test_does_not_narrow_what_i
 
 def test_the_settle_entry_points_install_a_recorded_call_directly() -> None:
     source = inspect.getsource(generated.method_succeed)
-    assert "install_call(closure._run, effect_record_settlement__position" in source
+    assert "run.calls[effect_record_settlement__position] = effect_record_settlement__call" in source
+    assert "install_fields(closure, None" not in source  # (the media_moved row installs its draft)

@@ -134,14 +134,9 @@ def unrolled_locks(source: str) -> str:
     return "".join(lines)
 
 
-# Compiled in the machine's copy in place of two pure helpers it calls on every settlement, so that the call is a
-# C call and the body C code: the same statements (context.install_call; values.accepted_view's builder).
+# Compiled in the machine's copy in place of the pure helper it calls on every settlement, so that the call is a
+# C call and the body C code: the same statements (values.accepted_view's builder).
 _NATIVE_HELPERS: Final = """
-
-def install_call(run: Run | None, position: int, call: CallRecord) -> None:
-    assert run is not None
-    run.calls[position] = call
-
 
 def accepted_view(generation: int, call_id: str, record: SettlementRecord) -> Any:
     view: Any = ACCEPTED_TWIN()
@@ -155,11 +150,9 @@ _HELPER_IMPORTS: Final = "from tool_call_closure.values import ACCEPTED_TWIN, Ac
 
 
 def native_helpers(source: str) -> str:
-    """The machine's copy with :data:`_NATIVE_HELPERS` for ``context.install_call`` and ``values.accepted_view``."""
-    imported = "    install_call,\n"
-    assert source.count(imported) == 1
+    """The machine's copy with :data:`_NATIVE_HELPERS` for ``values.accepted_view``."""
     assert "semantics_.accepted_view(" in source
-    source = source.replace(imported, "").replace("semantics_.accepted_view(", "accepted_view(")
+    source = source.replace("semantics_.accepted_view(", "accepted_view(")
     anchor = "from tool_call_closure.machine.context import record_rejection as reject\n"
     assert source.count(anchor) == 1
     return source.replace(anchor, anchor + _HELPER_IMPORTS) + _NATIVE_HELPERS

@@ -91,7 +91,6 @@ __all__ = [
     "draft_from",
     "draft_of",
     "install",
-    "install_call",
     "install_diagnostic",
     "install_fields",
     "record_rejection",
@@ -518,15 +517,6 @@ def install_fields(closure: Instance, draft: Run | None, staged_call: tuple[int,
         run = closure._run
         assert run is not None
         run.calls[staged_call[0]] = staged_call[1]  # a settlement: one call record replaced
-
-
-def install_call(run: Run | None, position: int, call: CallRecord) -> None:
-    """:func:`install_fields` of a settlement, as a method's fast entry point commits it (``machine.specialize``).
-
-    ``run`` is the installed run (read under the lock); the one list-item assignment is the whole write.
-    """
-    assert run is not None
-    run.calls[position] = call
 
 
 def draft_from(closure: Instance) -> Run:

@@ -49,7 +49,6 @@ from tool_call_closure.machine.context import (
     SealContext,
     SettleContext,
     draft_from,
-    install_call,
     install_fields,
     reentry_error,
 )
@@ -59,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "67097d91d51a3fcc6ab3f29808e85d4633811059e91bee0a809c6340eecbc28f"
+SOURCES_SHA256: Final = "c9f5d0910897d2765ace5678a4330df17a4d5d2f99fe7890759d42870e217835"
 
 
 def spill_BeginContext(
@@ -2297,7 +2296,7 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                run.calls[effect_record_settlement__position] = effect_record_settlement__call
                 return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -2495,7 +2494,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                run.calls[effect_record_settlement__position] = effect_record_settlement__call
                 return result
     else:
         lock = closure._lock
@@ -2691,7 +2690,7 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                    install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                    run.calls[effect_record_settlement__position] = effect_record_settlement__call
                     return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -2878,7 +2877,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                run.calls[effect_record_settlement__position] = effect_record_settlement__call
                 return result
     else:
         lock = closure._lock
@@ -3067,7 +3066,7 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                    install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                    run.calls[effect_record_settlement__position] = effect_record_settlement__call
                     return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
@@ -3258,7 +3257,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                 )
-                install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                run.calls[effect_record_settlement__position] = effect_record_settlement__call
                 return result
     else:
         lock = closure._lock
@@ -3457,7 +3456,7 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
                     )
-                    install_call(closure._run, effect_record_settlement__position, effect_record_settlement__call)
+                    run.calls[effect_record_settlement__position] = effect_record_settlement__call
                     return result
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")

@@ -146,7 +146,6 @@ HELPER_NAMES: Final = frozenset(
         "draft_from",
         "install",
         "install_fields",
-        "install_call",
         "ABSENT",
         "OPERATIONS",
         "ENTRIES",

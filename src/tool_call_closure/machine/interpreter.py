@@ -92,7 +92,6 @@ from tool_call_closure.machine.context import (
     draft_from,
     draft_of,
     install,
-    install_call,
     install_fields,
     record_rejection,
     reentry_error,
@@ -498,7 +497,6 @@ HELPERS: Final[Mapping[str, Any]] = {
     "draft_from": draft_from,
     "install": install,
     "install_fields": install_fields,
-    "install_call": install_call,
     "ABSENT": ABSENT,
 }
 """The mechanisms the generated code shares with the walk, by the name the generated code calls them."""

@@ -29,9 +29,11 @@ until nothing changes):
   so re-reading it is a load the copy leaves out;
 * an assignment of a constant or a name to a local nobody reads goes;
 * a settlement's commit, ``install_fields(closure, None, (position, call))``,
-  is ``install_call(closure._run, position, call)``: the one item assignment
-  ``install_fields`` performs for it, still a frame of its own (I9), without
-  the tuple and the two tests.
+  is ``run.calls[position] = call``: the one item assignment
+  ``install_fields`` performs for it, without the frame, the tuple and the
+  two tests.  It is still one step (I9): the fault sweep
+  (``proofs/faults.py``) counts the install done once that assignment's
+  opcode has run.
 
 The copies carry no comments: every row that fires still says its id in
 its ``trace.append`` line, and ``enter_<op>`` above them is the commented
@@ -537,7 +539,7 @@ def _filtered(body: list[ast.stmt], keep: Callable[[ast.stmt], bool]) -> list[as
 
 
 def _inline_settlement_install(body: list[ast.stmt]) -> list[ast.stmt]:
-    """``install_fields(closure, None, (position, call))`` -> ``install_call(closure._run, position, call)``.
+    """``install_fields(closure, None, (position, call))`` -> ``closure._run.calls[position] = call``.
 
     The staged call is also recognized as a local assigned that tuple earlier in the same block.
     """
@@ -566,6 +568,7 @@ def _inline_settlement_install(body: list[ast.stmt]) -> list[ast.stmt]:
             continue
         index, record = staged.elts
         run = ast.Attribute(ast.Name("closure", ast.Load()), "_run", ast.Load())
-        install = ast.Call(ast.Name("install_call", ast.Load()), [run, index, record], [])
-        body[position] = ast.copy_location(ast.Expr(install), statement)
+        calls = ast.Attribute(run, "calls", ast.Load())
+        install = ast.Assign([ast.Subscript(calls, index, ast.Store())], record)  # (read as run.calls: _hoist_runs)
+        body[position] = ast.copy_location(install, statement)
     return body
