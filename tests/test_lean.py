@@ -159,3 +159,30 @@ def test_the_settle_entry_points_install_a_recorded_call_directly() -> None:
     source = inspect.getsource(generated.method_succeed)
     assert "run.calls[effect_record_settlement__position] = effect_record_settlement__call" in source
     assert "install_fields(closure, None" not in source  # (the media_moved row installs its draft)
+
+
+def test_a_store_no_later_statement_reads_goes_only_where_the_block_then_ends_the_operation() -> None:
+    program = (
+        "def enter_x(closure, value, flag=False):\n"
+        "    staged = None\n"
+        "    for item in value:\n"
+        "        staged = (item, 1)\n"
+        "        if item:\n"
+        "            continue\n"
+        "        return 0\n"
+        "    if len(value) > 2:\n"
+        "        staged = (value, 2)\n"
+        "        return len(value)\n"
+        "    return staged\n"
+    )
+    text = _specialized_text(program, ("value",), {"flag": False})
+    assert "staged = (value, 2)" not in text  # its block returns without reading it
+    assert "staged = (item, 1)" in text  # in a loop's body that may continue, to the return that reads it: kept
+    for value in ([], [0], [1], [1, 0], [1, 1, 1]):
+        assert _run(program, {"flag": False}, value=value) == _run_original(program, value)
+
+
+def _run_original(source: str, value: object) -> object:
+    namespace: dict[str, object] = {}
+    exec(source, namespace)
+    return namespace["enter_x"](None, value)  # type: ignore[operator]

@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "c9f5d0910897d2765ace5678a4330df17a4d5d2f99fe7890759d42870e217835"
+SOURCES_SHA256: Final = "a14d444b7b55999ae5af45827bfc4cff8d73433de6f8630cab92124bf7953763"
 
 
 def spill_BeginContext(
@@ -2037,7 +2037,6 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
         effect_validate_call_id__call_id = semantics_.bounded_string(
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
-    call_id = effect_validate_call_id__call_id
     effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
         effect_read_handle_generation__untyped.generation
@@ -2252,7 +2251,6 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                             "success",
                         ),
                     ]
-                staged_call = None
                 assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
@@ -2290,7 +2288,6 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                         effect_record_settlement__target,
                         effect_normalize_outcome__settlement,
                     )
-                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                 assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
@@ -2325,7 +2322,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
         effect_validate_call_id__call_id = semantics_.bounded_string(
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
-    call_id = effect_validate_call_id__call_id
     effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
         effect_read_handle_generation__untyped.generation
@@ -2458,7 +2454,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             "success",
                         ),
                     ]
-                staged_call = None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2489,7 +2484,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         effect_record_settlement__target,
                         effect_normalize_outcome__settlement,
                     )
-                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2652,7 +2646,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                                 "success",
                             ),
                         ]
-                    staged_call = None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2685,7 +2678,6 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             effect_record_settlement__target,
                             effect_normalize_outcome__settlement,
                         )
-                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2719,7 +2711,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
         effect_validate_call_id__call_id = semantics_.bounded_string(
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
-    call_id = effect_validate_call_id__call_id
     effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
         effect_read_handle_generation__untyped.generation
@@ -2841,7 +2832,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             "success",
                         ),
                     ]
-                staged_call = None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -2872,7 +2862,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         effect_record_settlement__target,
                         effect_normalize_outcome__settlement,
                     )
-                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3030,7 +3019,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                                 "success",
                             ),
                         ]
-                    staged_call = None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3061,7 +3049,6 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             effect_record_settlement__target,
                             effect_normalize_outcome__settlement,
                         )
-                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3095,7 +3082,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
         effect_validate_call_id__call_id = semantics_.bounded_string(
             effect_validate_call_id__call_id, closure._limits.max_id_bytes, "callId"
         )
-    call_id = effect_validate_call_id__call_id
     effect_read_handle_generation__untyped: semantics_.Any = handle
     effect_read_handle_generation__generation: object = (
         effect_read_handle_generation__untyped.generation
@@ -3221,7 +3207,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             "success",
                         ),
                     ]
-                staged_call = None
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3252,7 +3237,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         effect_record_settlement__target,
                         effect_normalize_outcome__settlement,
                     )
-                staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                 assert reject_generation is not None
                 result = semantics_.accepted_view(
                     reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3418,7 +3402,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                                 "success",
                             ),
                         ]
-                    staged_call = None
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
@@ -3451,7 +3434,6 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             effect_record_settlement__target,
                             effect_normalize_outcome__settlement,
                         )
-                    staged_call = (effect_record_settlement__position, effect_record_settlement__call)
                     assert reject_generation is not None
                     result = semantics_.accepted_view(
                         reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement

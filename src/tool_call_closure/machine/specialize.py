@@ -507,8 +507,15 @@ def _pure(value: ast.expr | None) -> bool:
 
 
 def _drop_dead_stores(function: ast.FunctionDef) -> list[ast.stmt]:
-    """Remove assignments of constants, names and tuples of them to locals that are never read."""
+    """Remove assignments of constants, names and tuples of them to locals that are never read.
+
+    Never read anywhere in the function, or never read after the store in a block that then ends the
+    operation (a ``return`` or ``raise`` last, no ``break`` or ``continue`` to leave it otherwise, and no
+    ``try`` in the function whose handler could read the local after an exception).
+    """
     loads = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if not any(isinstance(n, ast.Try) for n in ast.walk(function)):
+        _drop_stores_read_no_more(function.body)
 
     def keep(statement: ast.stmt) -> bool:
         value: ast.expr | None
@@ -521,6 +528,28 @@ def _drop_dead_stores(function: ast.FunctionDef) -> list[ast.stmt]:
         return not (isinstance(target, ast.Name) and target.id not in loads and _pure(value))
 
     return _filtered(function.body, keep)
+
+
+def _drop_stores_read_no_more(body: list[ast.stmt]) -> None:
+    for statement in body:
+        for _field, value in ast.iter_fields(statement):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                _drop_stores_read_no_more(value)
+    if not (body and isinstance(body[-1], (ast.Return, ast.Raise))):
+        return
+    if any(isinstance(n, (ast.Break, ast.Continue)) for statement in body for n in ast.walk(statement)):
+        return
+    for position in range(len(body) - 1, -1, -1):
+        statement = body[position]
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and _pure(statement.value)):
+            continue
+        target = statement.targets[0]
+        if isinstance(target, ast.Name) and not any(_reads(later, target.id) for later in body[position + 1 :]):
+            del body[position]
+
+
+def _reads(statement: ast.stmt, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(statement))
 
 
 def _filtered(body: list[ast.stmt], keep: Callable[[ast.stmt], bool]) -> list[ast.stmt]:
