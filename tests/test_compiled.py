@@ -232,30 +232,18 @@ def test_the_compiled_copy_unrolls_each_with_lock_into_acquire_try_finally_relea
     )
 
 
-def test_the_compiled_helpers_are_the_pure_ones_statement_for_statement() -> None:
-    """The machine's copy compiles ``accepted_view`` (a C call on every settlement): the same statements as the
-    builder ``values.accepted_view`` runs."""
-    import dataclasses
+def test_an_accepted_built_in_place_is_the_one_its_constructor_builds() -> None:
+    """The ``accepted`` result builds its view in place (an unfrozen twin given the class; compiled in the machine's
+    copy as it is): the same value, repr and settlement as the dataclass constructor makes, on either build."""
+    from tool_call_closure.values import ACCEPTED_TWIN, Accepted, Settlement
 
-    from tool_call_closure.values import ACCEPTED_TWIN, Accepted
-
-    copy = build_compiled.compiled_copy("machine/generated.py")
-    assert "semantics_.accepted_view(" not in copy
-    written = [field.name for field in dataclasses.fields(Accepted) if field.name != "settlement"]  # deferred
-    assert written == ["generation", "call_id"]
-    assert "".join(f"    view.{name} = {name}\n" for name in written) + "    view._deferred = record\n" in copy
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    built = closure.succeed(handle, "a", "ok")
+    expected = Accepted(generation=1, call_id="a", settlement=Settlement("success", "reported", "ok"))
+    assert type(built) is Accepted
+    assert repr(built) == repr(expected)
+    assert built == expected
+    assert built.settlement == expected.settlement
     assert ACCEPTED_TWIN.__slots__ == Accepted.__slots__
     assert ACCEPTED_TWIN.__bases__ == Accepted.__bases__
-
-
-@needs_build
-def test_the_compiled_accepted_view_is_the_pure_one() -> None:
-    assert COMPILED is not None
-    from tool_call_closure.values import Accepted, accepted_view
-
-    record = ("success", "reported", "ok", None, None, None)
-    built, pure = COMPILED.accepted_view(3, "a", record), accepted_view(3, "a", record)
-    assert type(built) is Accepted
-    assert built == pure
-    assert repr(built) == repr(pure)
-    assert built.settlement == pure.settlement

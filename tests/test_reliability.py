@@ -357,12 +357,12 @@ def call_back(where):
         seen.append(where + ": " + exc.code)
 
 # A step of succeed's commit, under the lock (the result is built before the install): read through semantics.
-real = semantics.accepted_view
+real = semantics.ACCEPTED_TWIN
 def under_lock(action):
-    def patched(*args):
+    def patched():
         action()
-        return real(*args)
-    semantics.accepted_view = patched
+        return real()
+    semantics.ACCEPTED_TWIN = patched
 """
 
 _REENTRY_CASES = {
@@ -404,7 +404,7 @@ def test_reentry_while_locked_raises_reentrant_call_instead_of_deadlocking(case:
         _REENTRY_PRELUDE
         + _REENTRY_CASES[case]
         + textwrap.dedent("""
-        semantics.accepted_view = real
+        semantics.ACCEPTED_TWIN = real
         print(seen)
         print(type(result).__name__ if not isinstance(result, BaseException) else result)
         print(closure.seal(handle).__class__.__name__, closure.succeed(handle, "b", "ok").accepted)
@@ -435,7 +435,7 @@ def test_a_signal_handler_reentering_aborts_the_interrupted_operation_cleanly() 
             closure.succeed(handle, "a", "ok")
         except UsageError as exc:
             print(exc.code)
-        semantics.accepted_view = real
+        semantics.ACCEPTED_TWIN = real
         print([call.state for call in closure.snapshot().calls])
         print(closure.succeed(handle, "a", "ok").accepted)
     """)

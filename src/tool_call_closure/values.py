@@ -18,7 +18,7 @@ Records.  The instance keeps its own state as plain tuples — a
 :data:`CallRecord` per call, a :data:`SettlementRecord` per outcome, a
 :data:`DiagnosticRecord` per rejection and a :data:`CloseReasonRecord` — and
 never hands them out: what a caller gets is a *view* built from them
-(:func:`call_views`, :func:`accepted_view` …).  A tuple of strings and
+(:func:`call_views`, :func:`snapshot_view` …).  A tuple of strings and
 numbers cannot be changed by anyone, not even with ``object.__setattr__``,
 so what an export renders (from the records) is what the instance recorded,
 whatever is done to a view.  The views are built without the dataclass
@@ -88,7 +88,6 @@ __all__ = [
     "Snapshot",
     "SnapshotSource",
     "TurnToken",
-    "accepted_view",
     "call_records",
     "call_views",
     "close_reason_view",
@@ -621,11 +620,10 @@ superseding_begin_result: Final[Callable[[int, BatchHandle, SnapshotSource], Beg
 built from ``source`` on first read (most of a superseding ``begin``'s cost, rarely read).  ``source`` holds only
 records frozen at commit time, so the later snapshot is the one an eager build would have made; its view is
 registered for exports when it is built, and only then can anyone hold it."""
-accepted_view: Final[Callable[[int, str, SettlementRecord], Accepted]] = _builder(Accepted, ("settlement",))
-"""``accepted_view(generation, call_id, record)``: an :class:`Accepted`; its settlement view is built on first read."""
 ACCEPTED_TWIN: Final[type] = _twin(Accepted)
-"""An unfrozen class with :class:`Accepted`'s layout: the compiled build writes ``accepted_view`` in C with it
-(``machine.build_compiled``: an instance, its ``generation``, ``call_id`` and ``_deferred`` slots, then the class)."""
+"""An unfrozen class with :class:`Accepted`'s layout: the machine's ``accepted`` result builds an :class:`Accepted`
+with it in place, as :func:`_builder` builds the other views (an instance, its ``generation``, ``call_id`` and
+``_deferred`` slots, then the class), so that the generated operations make no call for it."""
 _new_snapshot: Final = _builder(Snapshot, ("calls", "diagnostics"))
 
 

@@ -13,9 +13,7 @@ module of :data:`tool_call_closure._compiled.COMPILED_MODULES` is copied into
 its ``_compiled`` package under its compiled name, its imports of the other
 copies rewritten (:data:`~tool_call_closure._compiled.REWRITES`) and the
 sha256 of its pure source appended as ``COMPILED_FROM_SHA256``; in the
-machine's copy each ``with lock:`` is unrolled (:func:`unrolled_locks`) and
-two helpers it calls on every settlement are compiled in place
-(:func:`native_helpers`), the same statements as the pure ones; mypyc
+machine's copy each ``with lock:`` is unrolled (:func:`unrolled_locks`); mypyc
 type-checks and compiles the copies as one group (calls between them are
 native C calls); the extensions are copied beside
 ``_compiled/__init__.py`` and ``build.json`` records the digests last, so an
@@ -50,13 +48,12 @@ from tool_call_closure import _compiled
 from tool_call_closure._compiled import (
     BUILD_RECORD,
     COMPILED_MODULES,
-    MACHINE_MODULE,
     PACKAGE_ROOT,
     REWRITES,
     source_sha256,
 )
 
-__all__ = ["SMOKE", "build", "compiled_copy", "main", "native_helpers", "smoke", "unrolled_locks"]
+__all__ = ["SMOKE", "build", "compiled_copy", "main", "smoke", "unrolled_locks"]
 
 _GROUP: Final = "tool_call_closure._compiled.native"  # the shared library of the group: native__mypyc.*.so
 
@@ -134,42 +131,15 @@ def unrolled_locks(source: str) -> str:
     return "".join(lines)
 
 
-# Compiled in the machine's copy in place of the pure helper it calls on every settlement, so that the call is a
-# C call and the body C code: the same statements (values.accepted_view's builder).
-_NATIVE_HELPERS: Final = """
-
-def accepted_view(generation: int, call_id: str, record: SettlementRecord) -> Any:
-    view: Any = ACCEPTED_TWIN()
-    view.generation = generation
-    view.call_id = call_id
-    view._deferred = record
-    view.__class__ = Accepted
-    return view
-"""
-_HELPER_IMPORTS: Final = "from tool_call_closure.values import ACCEPTED_TWIN, Accepted\n"
-
-
-def native_helpers(source: str) -> str:
-    """The machine's copy with :data:`_NATIVE_HELPERS` for ``values.accepted_view``."""
-    assert "semantics_.accepted_view(" in source
-    source = source.replace("semantics_.accepted_view(", "accepted_view(")
-    anchor = "from tool_call_closure.machine.context import record_rejection as reject\n"
-    assert source.count(anchor) == 1
-    return source.replace(anchor, anchor + _HELPER_IMPORTS) + _NATIVE_HELPERS
-
-
 def compiled_copy(relative: str) -> str:
     """The text of the copy of ``relative`` that is compiled: imports of compiled modules rewritten, digest added.
 
-    Its ``with lock:`` blocks are unrolled (:func:`unrolled_locks`); the machine's copy compiles two helpers
-    it calls on every settlement (:func:`native_helpers`)."""
+    Its ``with lock:`` blocks are unrolled (:func:`unrolled_locks`)."""
     source = (PACKAGE_ROOT / relative).read_text(encoding="utf-8")
     _refuse(relative, source)
     for pure, compiled in REWRITES.items():
         source = re.sub(rf"\b{re.escape(pure)}\b", compiled, source)
     source = unrolled_locks(source)
-    if relative == COMPILED_MODULES[MACHINE_MODULE]:
-        source = native_helpers(source)
     return f'{source}\n\nCOMPILED_FROM_SHA256: str = "{source_sha256(relative)}"\n'
 
 

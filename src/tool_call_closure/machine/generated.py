@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "a14d444b7b55999ae5af45827bfc4cff8d73433de6f8630cab92124bf7953763"
+SOURCES_SHA256: Final = "48b1e11fd1a175ecf449a5ea70bc52c77050dbd7663ce2f780f1a1e57872f617"
 
 
 def spill_BeginContext(
@@ -736,8 +736,13 @@ def enter_settle(
                 # result accepted: inlined from tool_call_closure.machine.semantics._accepted
                 assert settlement is not None
                 assert reject_generation is not None
-                # built from the draft, before the install
-                result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                result_accepted__view: semantics_.Any = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = call_id
+                result_accepted__view._deferred = settlement
+                result_accepted__view.__class__ = semantics_.Accepted
+                result_accepted__accepted: semantics_.Accepted = result_accepted__view
+                result = result_accepted__accepted  # built from the draft, before the install
                 # the commit takes effect: one assignment, after everything that can fail
                 install_fields(closure, draft, staged_call)
                 return result
@@ -782,8 +787,13 @@ def enter_settle(
                 # result accepted: inlined from tool_call_closure.machine.semantics._accepted
                 assert settlement is not None
                 assert reject_generation is not None
-                # built from the draft, before the install
-                result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                result_accepted__view = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = call_id
+                result_accepted__view._deferred = settlement
+                result_accepted__view.__class__ = semantics_.Accepted
+                result_accepted__accepted = result_accepted__view
+                result = result_accepted__accepted  # built from the draft, before the install
                 # the commit takes effect: one assignment, after everything that can fail
                 install_fields(closure, draft, staged_call)
                 return result
@@ -1099,8 +1109,13 @@ def enter_settle(
                     # result accepted: inlined from tool_call_closure.machine.semantics._accepted
                     assert settlement is not None
                     assert reject_generation is not None
-                    # built from the draft, before the install
-                    result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = call_id
+                    result_accepted__view._deferred = settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
+                    result_accepted__accepted = result_accepted__view
+                    result = result_accepted__accepted  # built from the draft, before the install
                     # the commit takes effect: one assignment, after everything that can fail
                     install_fields(closure, draft, staged_call)
                     return result
@@ -1147,8 +1162,13 @@ def enter_settle(
                     # result accepted: inlined from tool_call_closure.machine.semantics._accepted
                     assert settlement is not None
                     assert reject_generation is not None
-                    # built from the draft, before the install
-                    result = semantics_.accepted_view(reject_generation, call_id, settlement)
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = call_id
+                    result_accepted__view._deferred = settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
+                    result_accepted__accepted = result_accepted__view
+                    result = result_accepted__accepted  # built from the draft, before the install
                     # the commit takes effect: one assignment, after everything that can fail
                     install_fields(closure, draft, staged_call)
                     return result
@@ -1970,10 +1990,9 @@ def method_begin(closure: Instance, calls_arg: object, turn: object = None) -> A
             if trace is not None:
                 trace.append("begin.commit.supersede")
             assert run is not None
-            effect_supersede__texts = closure._machine.texts
             effect_supersede__reason: semantics_.CloseReasonRecord = (
                 "cancelled",
-                effect_supersede__texts["superseded_code"],
+                "superseded",
                 closure._superseded_message,
                 "unknown",
             )
@@ -2253,11 +2272,13 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     ]
                 assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 install_fields(closure, draft, None)
-                return result
+                return result_accepted__view
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
@@ -2290,11 +2311,13 @@ def method_settle(closure: Instance, handle: object, call_id: Any, outcome: Any 
                     )
                 assert effect_normalize_outcome__settlement is not None
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 run.calls[effect_record_settlement__position] = effect_record_settlement__call
-                return result
+                return result_accepted__view
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
@@ -2455,11 +2478,13 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         ),
                     ]
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view: semantics_.Any = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 install_fields(closure, draft, None)
-                return result
+                return result_accepted__view
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
@@ -2485,11 +2510,13 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                         effect_normalize_outcome__settlement,
                     )
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 run.calls[effect_record_settlement__position] = effect_record_settlement__call
-                return result
+                return result_accepted__view
     else:
         lock = closure._lock
         if lock._is_owned():
@@ -2647,11 +2674,13 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             ),
                         ]
                     assert reject_generation is not None
-                    result = semantics_.accepted_view(
-                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                    )
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = effect_validate_call_id__call_id
+                    result_accepted__view._deferred = effect_normalize_outcome__settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
                     install_fields(closure, draft, None)
-                    return result
+                    return result_accepted__view
                 else:
                     if trace is not None:
                         trace.append("settle.commit.record")
@@ -2679,11 +2708,13 @@ def method_succeed(closure: Instance, handle: object, call_id: Any, content: Any
                             effect_normalize_outcome__settlement,
                         )
                     assert reject_generation is not None
-                    result = semantics_.accepted_view(
-                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                    )
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = effect_validate_call_id__call_id
+                    result_accepted__view._deferred = effect_normalize_outcome__settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
                     run.calls[effect_record_settlement__position] = effect_record_settlement__call
-                    return result
+                    return result_accepted__view
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
@@ -2833,11 +2864,13 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         ),
                     ]
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view: semantics_.Any = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 install_fields(closure, draft, None)
-                return result
+                return result_accepted__view
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
@@ -2863,11 +2896,13 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                         effect_normalize_outcome__settlement,
                     )
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 run.calls[effect_record_settlement__position] = effect_record_settlement__call
-                return result
+                return result_accepted__view
     else:
         lock = closure._lock
         if lock._is_owned():
@@ -3020,11 +3055,13 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             ),
                         ]
                     assert reject_generation is not None
-                    result = semantics_.accepted_view(
-                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                    )
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = effect_validate_call_id__call_id
+                    result_accepted__view._deferred = effect_normalize_outcome__settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
                     install_fields(closure, draft, None)
-                    return result
+                    return result_accepted__view
                 else:
                     if trace is not None:
                         trace.append("settle.commit.record")
@@ -3050,11 +3087,13 @@ def method_fail(closure: Instance, handle: object, call_id: Any, message: Any = 
                             effect_normalize_outcome__settlement,
                         )
                     assert reject_generation is not None
-                    result = semantics_.accepted_view(
-                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                    )
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = effect_validate_call_id__call_id
+                    result_accepted__view._deferred = effect_normalize_outcome__settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
                     run.calls[effect_record_settlement__position] = effect_record_settlement__call
-                    return result
+                    return result_accepted__view
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
@@ -3208,11 +3247,13 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         ),
                     ]
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view: semantics_.Any = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 install_fields(closure, draft, None)
-                return result
+                return result_accepted__view
             else:
                 if trace is not None:
                     trace.append("settle.commit.record")
@@ -3238,11 +3279,13 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                         effect_normalize_outcome__settlement,
                     )
                 assert reject_generation is not None
-                result = semantics_.accepted_view(
-                    reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                )
+                result_accepted__view = semantics_.ACCEPTED_TWIN()
+                result_accepted__view.generation = reject_generation
+                result_accepted__view.call_id = effect_validate_call_id__call_id
+                result_accepted__view._deferred = effect_normalize_outcome__settlement
+                result_accepted__view.__class__ = semantics_.Accepted
                 run.calls[effect_record_settlement__position] = effect_record_settlement__call
-                return result
+                return result_accepted__view
     else:
         lock = closure._lock
         if lock._is_owned():
@@ -3403,11 +3446,13 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             ),
                         ]
                     assert reject_generation is not None
-                    result = semantics_.accepted_view(
-                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                    )
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = effect_validate_call_id__call_id
+                    result_accepted__view._deferred = effect_normalize_outcome__settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
                     install_fields(closure, draft, None)
-                    return result
+                    return result_accepted__view
                 else:
                     if trace is not None:
                         trace.append("settle.commit.record")
@@ -3435,11 +3480,13 @@ def method_cancel(closure: Instance, handle: object, call_id: Any, message: Any 
                             effect_normalize_outcome__settlement,
                         )
                     assert reject_generation is not None
-                    result = semantics_.accepted_view(
-                        reject_generation, effect_validate_call_id__call_id, effect_normalize_outcome__settlement
-                    )
+                    result_accepted__view = semantics_.ACCEPTED_TWIN()
+                    result_accepted__view.generation = reject_generation
+                    result_accepted__view.call_id = effect_validate_call_id__call_id
+                    result_accepted__view._deferred = effect_normalize_outcome__settlement
+                    result_accepted__view.__class__ = semantics_.Accepted
                     run.calls[effect_record_settlement__position] = effect_record_settlement__call
-                    return result
+                    return result_accepted__view
     run = closure._run
     raise spec_error("illegal_transition", operation="settle", state=run.state if run is not None else "none")
 
@@ -3515,14 +3562,11 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
             if trace is not None:
                 trace.append("close.normalize.reason")
             effect_normalize_close_reason__limits = closure._limits
-            effect_normalize_close_reason__texts = closure._machine.texts
             effect_normalize_close_reason__record = semantics_.plain_close_reason(
-                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+                reason, effect_normalize_close_reason__limits, closure._machine.texts
             )
             close_reason = (
-                semantics_.read_close_reason(
-                    reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
-                )
+                semantics_.read_close_reason(reason, effect_normalize_close_reason__limits, closure._machine.texts)
                 if effect_normalize_close_reason__record is None
                 else effect_normalize_close_reason__record
             )
@@ -3574,14 +3618,11 @@ def method_close(closure: Instance, handle: object, reason: object) -> Any:
         if trace is not None:
             trace.append("close.normalize.reason")
         effect_normalize_close_reason__limits = closure._limits
-        effect_normalize_close_reason__texts = closure._machine.texts
         effect_normalize_close_reason__record = semantics_.plain_close_reason(
-            reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
+            reason, effect_normalize_close_reason__limits, closure._machine.texts
         )
         close_reason = (
-            semantics_.read_close_reason(
-                reason, effect_normalize_close_reason__limits, effect_normalize_close_reason__texts
-            )
+            semantics_.read_close_reason(reason, effect_normalize_close_reason__limits, closure._machine.texts)
             if effect_normalize_close_reason__record is None
             else effect_normalize_close_reason__record
         )

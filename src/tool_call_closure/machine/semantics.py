@@ -75,6 +75,7 @@ from tool_call_closure.machine.reading import refuse_misread_pairing_id as _refu
 from tool_call_closure.machine.reading import same_plain_string as _same_plain_string
 from tool_call_closure.parts import ToolContent
 from tool_call_closure.values import (
+    ACCEPTED_TWIN,
     CALL_STATE,
     COMPLETE_RECORD,
     CONTENT,
@@ -88,7 +89,6 @@ from tool_call_closure.values import (
     SettlementRecord,
     Snapshot,
     TurnToken,
-    accepted_view,
     new_begin_result,
     snapshot_view,
     superseding_begin_result,
@@ -530,8 +530,15 @@ def _begin_result(ctx: BeginContext) -> BeginResult:
 def _accepted(ctx: SettleContext) -> Accepted:
     assert ctx.settlement is not None
     assert ctx.reject_generation is not None
-    # A view of its own: the caller may do anything to it without reaching the record.
-    return accepted_view(ctx.reject_generation, ctx.call_id, ctx.settlement)
+    # A view of its own: the caller may do anything to it without reaching the record.  Built in place, as
+    # values._builder builds views (its settlement view: on first read), so the generated code makes no call.
+    view: Any = ACCEPTED_TWIN()
+    view.generation = ctx.reject_generation
+    view.call_id = ctx.call_id
+    view._deferred = ctx.settlement
+    view.__class__ = Accepted
+    accepted: Accepted = view
+    return accepted
 
 
 def _snapshot(ctx: Context) -> Snapshot:

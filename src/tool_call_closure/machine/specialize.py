@@ -510,8 +510,8 @@ def _drop_dead_stores(function: ast.FunctionDef) -> list[ast.stmt]:
     """Remove assignments of constants, names and tuples of them to locals that are never read.
 
     Never read anywhere in the function, or never read after the store in a block that then ends the
-    operation (a ``return`` or ``raise`` last, no ``break`` or ``continue`` to leave it otherwise, and no
-    ``try`` in the function whose handler could read the local after an exception).
+    operation on every path (:func:`_ends`; no ``break`` or ``continue`` to leave it otherwise, and no ``try``
+    in the function whose handler could read the local after an exception).
     """
     loads = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     if not any(isinstance(n, ast.Try) for n in ast.walk(function)):
@@ -535,7 +535,7 @@ def _drop_stores_read_no_more(body: list[ast.stmt]) -> None:
         for _field, value in ast.iter_fields(statement):
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
                 _drop_stores_read_no_more(value)
-    if not (body and isinstance(body[-1], (ast.Return, ast.Raise))):
+    if not _ends(body):
         return
     if any(isinstance(n, (ast.Break, ast.Continue)) for statement in body for n in ast.walk(statement)):
         return
@@ -546,6 +546,17 @@ def _drop_stores_read_no_more(body: list[ast.stmt]) -> None:
         target = statement.targets[0]
         if isinstance(target, ast.Name) and not any(_reads(later, target.id) for later in body[position + 1 :]):
             del body[position]
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    """Every path through ``body`` ends the operation: a ``return`` or ``raise`` last, or an ``if`` whose
+    branches both end it, or a ``with lock:`` whose body does (the lock's exit lets every exception through)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.If):
+        return _ends(last.body) and _ends(last.orelse)
+    if isinstance(last, ast.With):
+        return _is_lock(last) and _ends(last.body)
+    return isinstance(last, (ast.Return, ast.Raise))
 
 
 def _reads(statement: ast.stmt, name: str) -> bool:

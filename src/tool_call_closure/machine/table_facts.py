@@ -10,8 +10,9 @@ what that machine holds is known when the copy is written, and reading it
 at run time is work the copy can leave out:
 
 * ``closure._machine`` is set when the instance is built and never written
-  again: a local assigned it is read as it (:func:`is_machine_read`, used
-  by the specializer's propagation), so the reads below meet the pattern;
+  again, nor are the machine's own attributes: a local assigned one of them
+  is read as it (:func:`is_machine_read`, used by the specializer's
+  propagation), so the reads below meet the pattern;
 * ``closure._machine.initial_call_state``, ``.texts[k]``,
   ``.effect_run_to[k]``, ``.call_events[e][s]`` and ``k in .closed`` are
   the table's constants;
@@ -67,7 +68,13 @@ _INTEGERS: Final[Mapping[str, int]] = {
 
 
 def is_machine_read(node: ast.AST) -> bool:
-    """``closure._machine``: written once, when the instance is built."""
+    """``closure._machine`` or one of its attributes (``closure._machine.texts``): written once, when built."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _is_machine(node.value):
+        return True
+    return _is_machine(node)
+
+
+def _is_machine(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Attribute)
         and node.attr == "_machine"
@@ -78,7 +85,7 @@ def is_machine_read(node: ast.AST) -> bool:
 
 
 def _machine_attribute(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == name and is_machine_read(node.value)
+    return isinstance(node, ast.Attribute) and node.attr == name and _is_machine(node.value)
 
 
 def _key(node: ast.expr) -> tuple[bool, Any]:
