@@ -186,3 +186,26 @@ def _run_original(source: str, value: object) -> object:
     namespace: dict[str, object] = {}
     exec(source, namespace)
     return namespace["enter_x"](None, value)  # type: ignore[operator]
+
+
+def test_a_block_ends_the_operation_when_every_path_through_it_does() -> None:
+    program = (
+        "def enter_x(closure, lock, value, flag=False):\n"
+        "    staged = None\n"
+        "    if value:\n"
+        "        staged = (value, 2)\n"
+        "        with lock:\n"
+        "            if value > 1:\n"
+        "                return 1\n"
+        "            else:\n"
+        "                raise ValueError(value)\n"
+        "    return staged\n"
+    )
+    arguments = ("lock", "value")
+    assert "staged = (value, 2)" not in _specialized_text(program, arguments, {"flag": False})
+    # Any other with may swallow the exception and go on after it, to the return that reads the local.
+    other = program.replace("with lock:", "with closure:")
+    assert "staged = (value, 2)" in _specialized_text(other, arguments, {"flag": False})
+    # An if that ends the operation on one branch only.
+    one_branch = program.replace("            else:\n                raise ValueError(value)\n", "")
+    assert "staged = (value, 2)" in _specialized_text(one_branch, arguments, {"flag": False})

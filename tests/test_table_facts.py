@@ -100,3 +100,15 @@ def test_the_settlement_copies_read_no_move_and_no_machine_local_at_run_time() -
         assert "effect_call_next" not in source, name
         assert "= closure._machine\n" not in source, name
         assert "semantics_.STATUS" not in source, name
+
+
+def test_a_local_holding_one_of_the_machine_s_attributes_is_read_as_it() -> None:
+    program = (
+        "def enter_x(closure, status=None):\n"
+        "    texts = closure._machine.texts\n"
+        "    return (texts['superseded_code'], status)\n"
+    )
+    text, original, copy = _both(program, {"status": "success"}, ())
+    assert "_machine" not in text, text
+    assert "texts" not in text, text
+    assert copy(create_tool_call_closure()) == original(create_tool_call_closure(), "success")
