@@ -34,9 +34,9 @@ can raise.
 A settlement's commit in a method copy (``machine.specialize``) is not a
 call but the one item assignment ``run.calls[position] = call`` in the copy
 itself: each opcode of that line is a point (a fault there leaves the state
-as before), and the install counts as done once its ``STORE_SUBSCR`` has run
-(:func:`_is_install_store`), which is the next opcode the frame executes
-without a fault.
+as before), and the install counts as done from the frame's next opcode on,
+once its ``STORE_SUBSCR`` (:func:`_is_install_store`) has run without a
+fault.
 
 The result says whether the fault fired and whether :func:`install
 <tool_call_closure.machine.context.install>` had already run when it did; the
@@ -150,7 +150,8 @@ def run_with_fault(
         if event != "opcode":
             return local
         if storing:  # the opcode before this one was an inline install's item assignment, and it ran
-            state.installed = state.installed or storing.pop() is frame
+            assigned = storing.pop() is frame
+            state.installed = state.installed or assigned
         if state.fired or not lock._is_owned() or _is_plumbing_line(frame):
             return local
         state.points += 1
