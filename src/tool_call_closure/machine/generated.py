@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "48b1e11fd1a175ecf449a5ea70bc52c77050dbd7663ce2f780f1a1e57872f617"
+SOURCES_SHA256: Final = "934673db75a04945eed32581c34d5b78ab041eb464f99fe9377af93443b24a72"
 
 
 def spill_BeginContext(

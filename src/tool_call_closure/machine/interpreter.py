@@ -177,7 +177,7 @@ class Machine:
         self.closed: frozenset[str] = table.closed_run_states
         self.initial_call_state: str = table.initial_call_state
         self.call_next: Mapping[tuple[str, str], str] = {(t.from_state, t.event): t.to for t in table.call_transitions}
-        self.effect_run_to: Mapping[str, str] = {e.id: e.run_to for e in table.effects.values() if e.run_to}
+        self.effect_run_to: Mapping[str, str] = table.effect_run_targets()
         # effect id -> {call status -> call event}, and -> {(call state, call status) -> the call state it moves to}:
         # the call machine's move resolved when the table is compiled, so a settlement looks it up once.
         self.call_events: Mapping[str, Mapping[str, str]] = table.effect_call_events()

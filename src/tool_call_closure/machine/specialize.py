@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from tool_call_closure.machine.table import Table
-from tool_call_closure.machine.table_facts import fold_table_facts, is_machine_read, record_fields
+from tool_call_closure.machine.table_facts import is_closure_read, is_machine_read, record_fields, table_facts
 
 __all__ = ["METHOD_ARGUMENTS", "method_functions"]
 
@@ -122,9 +122,10 @@ def _specialized(
     doc += settings_text + "\n    "
     body = [statement for statement in function.body if not _is_docstring(statement)]
     function.body = [ast.Expr(ast.Constant(doc)), *_substitute(body, bound)]
+    facts = table_facts(table)
     for _ in range(20):  # each round can only remove: it ends well before this
         before = ast.dump(function)
-        fold_table_facts(function, table)
+        facts.visit(function)
         function.body = _simplify_block(function.body, function)
         function.body = _hoist_runs(function.body)
         function.body = _propagate(function)
@@ -284,13 +285,7 @@ def _simplify_block(body: list[ast.stmt], function: ast.FunctionDef) -> list[ast
 
 
 def _is_run_read(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "_run"
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "closure"
-        and isinstance(node.ctx, ast.Load)
-    )
+    return is_closure_read(node, "_run")
 
 
 def _may_install(statement: ast.stmt) -> bool:

@@ -49,7 +49,7 @@ from tool_call_closure.values import (
     STATUS,
 )
 
-__all__ = ["fold_table_facts", "is_machine_read", "record_fields"]
+__all__ = ["is_closure_read", "is_machine_read", "record_fields", "table_facts"]
 
 # The semantics' integer constants the copies read through the module alias (the semantics import them from
 # values and reading: tests/test_lean.py holds them the same objects).
@@ -67,6 +67,17 @@ _INTEGERS: Final[Mapping[str, int]] = {
 }
 
 
+def is_closure_read(node: ast.AST, attribute: str) -> bool:
+    """A read of ``closure.<attribute>`` (the instance's own field, as the generated operations name it)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attribute
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "closure"
+        and isinstance(node.ctx, ast.Load)
+    )
+
+
 def is_machine_read(node: ast.AST) -> bool:
     """``closure._machine`` or one of its attributes (``closure._machine.texts``): written once, when built."""
     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _is_machine(node.value):
@@ -75,13 +86,7 @@ def is_machine_read(node: ast.AST) -> bool:
 
 
 def _is_machine(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "_machine"
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "closure"
-        and isinstance(node.ctx, ast.Load)
-    )
+    return is_closure_read(node, "_machine")
 
 
 def _machine_attribute(node: ast.AST, name: str) -> bool:
@@ -99,7 +104,7 @@ class _TableFacts(ast.NodeTransformer):
         self.table = table
         self.moves = table.effect_call_moves()
         self.events = table.effect_call_events()
-        self.run_to = {e.id: e.run_to for e in table.effects.values() if e.run_to}
+        self.run_to = table.effect_run_targets()
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         node = self.generic_visit(node)  # type: ignore[assignment]
@@ -166,9 +171,9 @@ class _TableFacts(ast.NodeTransformer):
         return ast.copy_location(ast.IfExp(test, ast.Constant(to), ast.Constant(None)), node)
 
 
-def fold_table_facts(function: ast.FunctionDef, table: Table) -> None:
-    """Fold, in place, what ``table`` fixes of the machine's reads in ``function`` (a method copy)."""
-    _TableFacts(table).visit(function)
+def table_facts(table: Table) -> ast.NodeTransformer:
+    """A rewriter folding, in place, what ``table`` fixes of the machine's reads in a method copy."""
+    return _TableFacts(table)
 
 
 class _Fields(ast.NodeTransformer):

@@ -134,6 +134,10 @@ class Table:
     invariants: Mapping[str, str]
     flags: tuple[FlagSpec, ...] = ()  # the flag options, in the table's order (after the limits)
 
+    def effect_run_targets(self) -> dict[str, str]:
+        """Effect id -> the run state it moves the run to, for the effects that move it (``supersede`` …)."""
+        return {e.id: e.run_to for e in self.effects.values() if e.run_to}
+
     def effect_call_events(self) -> dict[str, dict[str, str]]:
         """Effect id -> {call status -> the call event it applies}, for the effects that move calls.
 
