@@ -247,3 +247,32 @@ def test_an_accepted_built_in_place_is_the_one_its_constructor_builds() -> None:
     assert built.settlement == expected.settlement
     assert ACCEPTED_TWIN.__slots__ == Accepted.__slots__
     assert ACCEPTED_TWIN.__bases__ == Accepted.__bases__
+
+
+def test_the_machine_copy_reads_the_semantics_classes_and_foreign_functions_once_at_import() -> None:
+    """``semantics_.Accepted`` in compiled code is a generic attribute read at every use; the machine's copy reads
+    each class, constant and function compiled nowhere once, into a module-level Final (a C static).  A function
+    of a compiled module keeps its native call, ``cast`` stays erased, annotations are untouched."""
+    copy = build_compiled.compiled_copy("machine/generated.py")
+    for name in ("ACCEPTED_TWIN", "Accepted", "BatchHandle", "spec_error"):
+        assert f"\nsemantics__{name}: Final = semantics_.{name}\n" in copy
+        reads = re.findall(rf"(?<!: )semantics_\.{name}\b", copy)  # an annotation is ": semantics_.Accepted"
+        assert reads == [f"semantics_.{name}"], name  # the Final's one read
+    assert "semantics_.bounded_string(" in copy  # a native call between compiled modules
+    assert "semantics__bounded_string" not in copy
+    assert "semantics_.Any" in copy  # an annotation
+    program = (
+        "import m as semantics_\nfrom typing import Final\n\n"
+        "def f(x: semantics_.Thing) -> object:\n"
+        "    return semantics_.cast(int, semantics_.helper(semantics_.Thing, x))\n"
+    )
+    module = type(sys)("m")
+    module.Thing, module.cast, module.helper = dict, __import__("typing").cast, build_compiled.smoke
+    hoisted = build_compiled.hoisted_reads(program, "semantics_", module)
+    assert hoisted == (
+        "import m as semantics_\nfrom typing import Final\n\n"
+        "# Read once (build_compiled.hoisted_reads): a module-level Final is a C static.\n"
+        "semantics__Thing: Final = semantics_.Thing\nsemantics__helper: Final = semantics_.helper\n\n"
+        "def f(x: semantics_.Thing) -> object:\n"
+        "    return semantics_.cast(int, semantics__helper(semantics__Thing, x))\n"
+    )

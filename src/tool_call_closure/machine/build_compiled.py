@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import json
 import os
 import re
@@ -41,6 +42,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
+import typing
 from pathlib import Path
 from typing import Final
 
@@ -48,12 +51,14 @@ from tool_call_closure import _compiled
 from tool_call_closure._compiled import (
     BUILD_RECORD,
     COMPILED_MODULES,
+    MACHINE_MODULE,
     PACKAGE_ROOT,
     REWRITES,
     source_sha256,
 )
+from tool_call_closure.machine import semantics
 
-__all__ = ["SMOKE", "build", "compiled_copy", "main", "smoke", "unrolled_locks"]
+__all__ = ["SMOKE", "build", "compiled_copy", "hoisted_reads", "main", "smoke", "unrolled_locks"]
 
 _GROUP: Final = "tool_call_closure._compiled.native"  # the shared library of the group: native__mypyc.*.so
 
@@ -131,6 +136,77 @@ def unrolled_locks(source: str) -> str:
     return "".join(lines)
 
 
+def _compiled_constants() -> list[object]:
+    """The objects a compiled module binds at its top level: a compiled module reads them as C statics already."""
+    constants: list[object] = []
+    for relative in COMPILED_MODULES.values():
+        module = importlib.import_module("tool_call_closure." + relative.removesuffix(".py").replace("/", "."))
+        for statement in ast.parse((PACKAGE_ROOT / relative).read_text(encoding="utf-8")).body:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+            constants += [getattr(module, t.id) for t in targets if isinstance(t, ast.Name) and hasattr(module, t.id)]
+    return constants
+
+
+def _hoistable(value: object, constants: list[object]) -> bool:
+    """A read worth doing once, at import: not a function or constant of a compiled module, nor ``cast``."""
+    if value is typing.cast or any(value is constant for constant in constants):
+        return False  # mypyc erases cast; a compiled module's constant is read natively already
+    compiled_sources = {relative.removesuffix(".py").replace("/", ".") for relative in COMPILED_MODULES.values()}
+    home = (getattr(value, "__module__", None) or "").removeprefix("tool_call_closure.")
+    return not (isinstance(value, types.FunctionType) and home in compiled_sources)
+
+
+def hoisted_reads(source: str, alias: str, module: types.ModuleType) -> str:
+    """Each read of ``alias.NAME`` in ``source`` (outside annotations) done once, at import, into a ``Final`` global.
+
+    ``module`` is what ``alias`` names.  Compiled code reads an attribute of
+    a module through the generic attribute protocol at every use (some 250
+    instructions); a module-level ``Final`` of a compiled module is a C
+    static.  Only classes, constants and functions compiled nowhere are
+    hoisted: a function of a compiled module is called natively by name, and
+    ``typing.cast`` is erased.  Sound because the machine's modules never
+    rebind these names after import (the pure machine keeps the reads, so the
+    tests that patch a name of the semantics patch the pure machine).
+    """
+    tree = ast.parse(source)
+    constants = _compiled_constants()
+    annotations: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.AnnAssign, ast.arg)) and node.annotation is not None:
+            annotations.update(id(part) for part in ast.walk(node.annotation))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            annotations.update(id(part) for part in ast.walk(node.returns))
+    reads = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == alias
+        and isinstance(node.ctx, ast.Load)
+        and id(node) not in annotations
+        and _hoistable(getattr(module, node.attr), constants)
+    ]
+    if not reads:
+        return source
+    lines = [line.encode("utf-8") for line in source.splitlines(keepends=True)]
+    for node in sorted(reads, key=lambda read: (read.lineno, read.col_offset), reverse=True):
+        assert node.lineno == node.end_lineno
+        assert node.end_col_offset is not None
+        line = lines[node.lineno - 1]
+        lines[node.lineno - 1] = line[: node.col_offset] + f"{alias}_{node.attr}".encode() + line[node.end_col_offset :]
+    last_import = max(
+        statement.end_lineno or statement.lineno
+        for statement in tree.body
+        if isinstance(statement, (ast.Import, ast.ImportFrom))
+    )
+    names = sorted({node.attr for node in reads})
+    hoisted = "".join(f"{alias}_{name}: Final = {alias}.{name}\n" for name in names).encode()
+    lines.insert(
+        last_import, b"\n# Read once (build_compiled.hoisted_reads): a module-level Final is a C static.\n" + hoisted
+    )
+    return b"".join(lines).decode("utf-8")
+
+
 def compiled_copy(relative: str) -> str:
     """The text of the copy of ``relative`` that is compiled: imports of compiled modules rewritten, digest added.
 
@@ -140,6 +216,8 @@ def compiled_copy(relative: str) -> str:
     for pure, compiled in REWRITES.items():
         source = re.sub(rf"\b{re.escape(pure)}\b", compiled, source)
     source = unrolled_locks(source)
+    if relative == COMPILED_MODULES[MACHINE_MODULE]:
+        source = hoisted_reads(source, "semantics_", semantics)
     return f'{source}\n\nCOMPILED_FROM_SHA256: str = "{source_sha256(relative)}"\n'
 
 
