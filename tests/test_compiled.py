@@ -6,8 +6,10 @@ These tests hold it to the pure module it was compiled from: the same response
 lines and the same rows fired on every vector (fast), the same outcome and
 state on every step of the bounded model check (slow), the same answers and
 errors (``UsageError``, never a compiled annotation's ``TypeError``) through the
-public class.  They need the build (``build_compiled``, a C compiler and mypy);
-without it they are skipped, except the tests of the guards themselves: a
+public class.  They need the build (``build_compiled``, a C compiler and mypy)
+and a process that runs it (``TCC_MACHINE=compiled``, as .ci/run's compiled
+pass: the suite's default is the pure machine, whose process keeps the pure
+``Run`` record, which compiled code refuses); without them they are skipped, except the tests of the guards themselves: a
 stale build is never used, a source mypyc would miscompile is refused, the
 generator reads the pure modules.  The fault injector (invariant I9) cannot
 step into compiled code: I9 is checked on the pure machine, and this build is
@@ -34,12 +36,12 @@ from tool_call_closure import _compiled, create_tool_call_closure
 from tool_call_closure.cli.main import main
 from tool_call_closure.conformance.vectors import load_vectors
 from tool_call_closure.errors import TableError
-from tool_call_closure.machine import build_compiled, generated, interpreter
+from tool_call_closure.machine import build_compiled, context, generated, interpreter
 from tool_call_closure.machine.interpreter import MACHINE_SWITCH, Machine, checked_in_module, implementations
 from tool_call_closure.machine.table import TABLE
 
 PROOFS = Path(__file__).resolve().parents[1] / "proofs"
-COMPILED, WHY = _compiled.load()
+COMPILED, WHY = _compiled.load(context.Run)
 needs_build = pytest.mark.skipif(COMPILED is None, reason=f"the compiled build is {WHY}")
 
 PURE = Machine(TABLE, checked_in_module())
@@ -126,17 +128,17 @@ def test_the_compiled_build_agrees_with_the_pure_machine_on_every_bfs_reachable_
 def test_a_stale_or_missing_build_is_never_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     record = tmp_path / "build.json"
     monkeypatch.setattr(_compiled, "BUILD_RECORD", record)
-    assert _compiled.load()[0] is None
+    assert _compiled.load(context.Run)[0] is None
     assert str(_compiled.staleness()).startswith("not built")
     digests = {name: _compiled.source_sha256(relative) for name, relative in _compiled.COMPILED_MODULES.items()}
     record.write_text(json.dumps({"sources": {**digests, "machine_generated": "0" * 64}}), encoding="utf-8")
     assert _compiled.staleness() == "stale: machine/generated.py changed since the build (rebuild it)"
-    assert _compiled.load() == (None, _compiled.staleness())
+    assert _compiled.load(context.Run) == (None, _compiled.staleness())
 
 
 def test_the_compiled_switch_refuses_to_run_without_a_fresh_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MACHINE_SWITCH, "compiled")
-    monkeypatch.setattr(_compiled, "load", lambda: (None, "stale: machine/generated.py changed since the build"))
+    monkeypatch.setattr(_compiled, "load", lambda _run: (None, "stale: machine/generated.py changed since the build"))
     with pytest.raises(TableError, match="TCC_MACHINE=compiled: the compiled build is stale"):
         interpreter._shipped_machine()
     monkeypatch.setenv(MACHINE_SWITCH, "generated")  # the default falls back to the pure module
@@ -148,6 +150,8 @@ def test_a_source_mypyc_would_miscompile_is_refused() -> None:
         build_compiled._refuse("x.py", "# mypy: ignore-errors\ndef f() -> int:\n    return 1\n")
     with pytest.raises(SystemExit, match="defines \\['Record'\\]"):
         build_compiled._refuse("x.py", "class Record:\n    pass\n")
+    build_compiled._refuse("machine/run.py", "class Run:\n    pass\n")  # the one home of a compiled class
+    assert frozenset({"machine/run.py"}) == _compiled.CLASS_HOMES
     for relative in _compiled.COMPILED_MODULES.values():
         build_compiled.compiled_copy(relative)  # the shipped sources pass both guards
 
@@ -276,3 +280,54 @@ def test_the_machine_copy_reads_the_semantics_classes_and_foreign_functions_once
         "def f(x: semantics_.Thing) -> object:\n"
         "    return semantics_.cast(int, semantics__helper(semantics__Thing, x))\n"
     )
+
+
+def test_a_process_uses_one_run_class_the_compiled_one_exactly_when_the_compiled_machine_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compiled machine's code accepts its own ``Run`` only: ``context.Run`` is that class when the compiled
+    machine is to run, the pure one otherwise; ``load`` refuses a process that chose the pure one."""
+    from tool_call_closure.machine import run
+
+    for switch in ("pure", "walk"):
+        monkeypatch.setenv(MACHINE_SWITCH, switch)
+        assert _compiled.run_class(run.Run) is run.Run
+    monkeypatch.setattr(_compiled, "staleness", lambda: "not built")
+    monkeypatch.setenv(MACHINE_SWITCH, "generated")
+    assert _compiled.run_class(run.Run) is run.Run
+    monkeypatch.undo()
+    if COMPILED is None:
+        assert context.Run is run.Run
+        return
+    compiled_run = sys.modules["tool_call_closure._compiled.machine_run"].Run
+    assert context.Run is compiled_run
+    assert _compiled.run_class(run.Run) is compiled_run
+    loaded, why = _compiled.load(run.Run)  # as in a process started with TCC_MACHINE=pure
+    assert loaded is None
+    assert why.startswith("not usable in this process: it chose the pure Run record (TCC_MACHINE="), why
+
+
+def test_the_compiler_reads_every_run_annotation_as_the_compiled_run() -> None:
+    """The build's copy of the contexts imports ``Run`` from its compiled copy (so ``closure._run`` is read as the
+    native class); a contexts module that imports it otherwise stops the build instead of compiling slow code."""
+    context_source = (Path(_compiled.PACKAGE_ROOT) / "machine" / "context.py").read_text(encoding="utf-8")
+    rewritten = build_compiled.compiled_run_import(context_source)
+    assert "from tool_call_closure._compiled.machine_run import Run\n" in rewritten
+    assert "tool_call_closure.machine.run import" not in rewritten
+    assert rewritten.replace("_compiled.machine_run", "machine.run") == context_source
+    with pytest.raises(SystemExit, match="no longer imports Run"):
+        build_compiled.compiled_run_import("from tool_call_closure.machine.context_run import Run\n")
+
+
+def test_the_calls_a_close_settles_share_one_settlement_record_on_either_build() -> None:
+    """ADP-5: exports render each distinct settlement once, so the calls one close settles share one record object.
+    Compiled, a tuple-typed local is held unboxed and boxed anew at each use (the shared record is typed ``Any``)."""
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": call_id, "name": "t"} for call_id in "abcd"]).handle
+    closure.succeed(handle, "a", "ok")
+    closure.close(handle, {"message": "late"})
+    run = closure._run
+    assert run is not None
+    settlements = [call[3] for call in run.calls]
+    assert settlements[1] is settlements[2] is settlements[3]
+    assert settlements[0] is not settlements[1]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tool_call_closure import _compiled, create_tool_call_closure
-from tool_call_closure.machine import generated, interpreter
+from tool_call_closure.machine import context, generated, interpreter
 from tool_call_closure.machine.interpreter import MACHINE, MACHINE_SWITCH, Machine, checked_in_module
 from tool_call_closure.machine.regenerate import GENERATED_PATH, expected_text, main
 from tool_call_closure.machine.table import TABLE
@@ -73,7 +73,7 @@ def test_the_shipped_machine_runs_the_checked_in_module() -> None:
     # The pure module, or its compiled build under TCC_MACHINE=compiled (tests/test_compiled.py).
     compiled = os.environ.get(MACHINE_SWITCH) == "compiled"
     assert MACHINE.origin == ("compiled" if compiled else "checked in")
-    assert MACHINE.module is (_compiled.load()[0] if compiled else generated)
+    assert MACHINE.module is (_compiled.load(context.Run)[0] if compiled else generated)
     assert MACHINE.entries is MACHINE.module.ENTRIES
     assert MACHINE.operations is MACHINE.module.OPERATIONS
     c = create_tool_call_closure()

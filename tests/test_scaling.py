@@ -117,6 +117,7 @@ def _lifecycle(n: int) -> Callable[[], object]:
     return work
 
 
+@pytest.mark.pure_machine  # counts Python lines: compiled code runs none (see conftest.py)
 def test_the_work_per_call_of_a_lifecycle_does_not_grow_with_the_batch() -> None:
     small, large = 500, 10_000
     per_call_small = _lines_executed(_lifecycle(small)) / small
@@ -127,6 +128,7 @@ def test_the_work_per_call_of_a_lifecycle_does_not_grow_with_the_batch() -> None
     assert per_call_small > 50  # the tracer saw the package's code (each call runs dozens of its lines)
 
 
+@pytest.mark.pure_machine  # counts Python lines: compiled code runs none (see conftest.py)
 def test_the_tracer_counts_work_that_grows_with_the_batch() -> None:
     """The measure can fail: a loop over the batch per settle shows up as quadratic growth."""
 

@@ -32,24 +32,48 @@ import hashlib
 import importlib
 import importlib.machinery
 import json
+import os
 import types
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
-__all__ = ["BUILD_RECORD", "COMPILED_MODULES", "PACKAGE_ROOT", "REWRITES", "load", "source_sha256"]
+_Class = TypeVar("_Class", bound=type)
+
+__all__ = [
+    "BUILD_RECORD",
+    "CLASS_HOMES",
+    "COMPILED_MODULES",
+    "PACKAGE_ROOT",
+    "REWRITES",
+    "SWITCH",
+    "load",
+    "run_class",
+    "source_sha256",
+]
 
 PACKAGE_ROOT: Final = Path(__file__).resolve().parent.parent
 """The ``tool_call_closure`` folder, which the sources of :data:`COMPILED_MODULES` are relative to."""
 
 COMPILED_MODULES: Final = {
+    "machine_run": "machine/run.py",
     "machine_reading": "machine/reading.py",
     "machine_semantics": "machine/semantics.py",
     "machine_generated": "machine/generated.py",
 }
 """Compiled module (in this package) -> the pure source it is a copy of, relative to :data:`PACKAGE_ROOT`.
-Only modules that define no class: a compiled copy of a class would be another class than the pure one."""
+Only modules that define no class (a compiled copy of a class would be another class than the pure one), except
+:data:`CLASS_HOMES`."""
+
+CLASS_HOMES: Final = frozenset({"machine/run.py"})
+"""The compiled modules that define a class: ``Run``, whose compiled copy is the one class of its kind in a process
+that runs the compiled machine (:func:`run_class` chooses; :func:`load` refuses a process that chose the other)."""
+
+SWITCH: Final = "TCC_MACHINE"
+"""The environment variable that chooses the machine (:data:`tool_call_closure.machine.interpreter.MACHINE_SWITCH`).
+"""
 
 REWRITES: Final = {
+    "tool_call_closure.machine.run": "tool_call_closure._compiled.machine_run",
     "tool_call_closure.machine.reading": "tool_call_closure._compiled.machine_reading",
     "tool_call_closure.machine.semantics": "tool_call_closure._compiled.machine_semantics",
 }
@@ -89,8 +113,29 @@ def staleness() -> str | None:
     return None
 
 
-def load() -> tuple[types.ModuleType | None, str]:
-    """``(the compiled machine module, "fresh")``, or ``(None, why not)``; imports the copies only when fresh."""
+def run_class(pure: _Class) -> _Class:
+    """The ``Run`` class this process uses: the compiled one when the compiled machine is to run, else ``pure``.
+
+    The compiled machine is to run when :data:`SWITCH` is unset, ``generated``
+    or ``compiled`` and the build is fresh and importable (what
+    :func:`tool_call_closure.machine.interpreter._shipped_machine` then
+    loads).  Called once, by :mod:`tool_call_closure.machine.context`, before
+    anything builds a run."""
+    if os.environ.get(SWITCH, "generated") not in ("generated", "compiled") or staleness() is not None:
+        return pure
+    try:
+        module = importlib.import_module(f"{__name__}.machine_run")
+    except ImportError:
+        return pure
+    compiled: _Class = module.Run
+    return compiled if _is_extension(module) else pure
+
+
+def load(run: type) -> tuple[types.ModuleType | None, str]:
+    """``(the compiled machine module, "fresh")``, or ``(None, why not)``; imports the copies only when fresh.
+
+    ``run`` is the ``Run`` class the process uses (``context.Run``): the
+    compiled machine is refused unless it is the compiled one."""
     why = staleness()
     if why is not None:
         return None, why
@@ -102,4 +147,7 @@ def load() -> tuple[types.ModuleType | None, str]:
             return None, f"not importable here: {error}"
         if not _is_extension(modules[name]):
             return None, f"{name} is not a compiled extension ({modules[name].__file__})"
+    if run is not modules["machine_run"].Run:  # the compiled machine's code accepts its own Run only
+        chosen = os.environ.get(SWITCH, "generated")
+        return None, f"not usable in this process: it chose the pure Run record ({SWITCH}={chosen})"
     return modules[MACHINE_MODULE], "fresh"

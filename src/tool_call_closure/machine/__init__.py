@@ -6,8 +6,10 @@ module                    what lives there
 ``table``                 load ``spec/machine.json`` and refuse a table that could not run faithfully
 ``table_types``           the validated table as frozen values (rows, effects, operations …)
 ``table_reading``         the typed readers of the table's JSON, each naming the path it refuses
-``context``               what an operation works on: the instance protocol, the run record,
-                          one typed context per operation
+``context``               what an operation works on: the instance protocol, one typed context per
+                          operation, and which ``Run`` class the process uses
+``run``                   the run record (``Run``): the whole committed state of an instance
+                          (compiled with the machine when the compiled build runs)
 ``semantics``             what each guard, effect, result, observed kind and target rule means
 ``reading``               reading caller values (``read_key``) and the conversions normalizations share
 ``inliner``               how the generated code writes each name: the semantics' bodies inlined,

@@ -50,6 +50,7 @@ from typing import Final
 from tool_call_closure import _compiled
 from tool_call_closure._compiled import (
     BUILD_RECORD,
+    CLASS_HOMES,
     COMPILED_MODULES,
     MACHINE_MODULE,
     PACKAGE_ROOT,
@@ -58,7 +59,7 @@ from tool_call_closure._compiled import (
 )
 from tool_call_closure.machine import semantics
 
-__all__ = ["SMOKE", "build", "compiled_copy", "hoisted_reads", "main", "smoke", "unrolled_locks"]
+__all__ = ["SMOKE", "build", "compiled_copy", "compiled_run_import", "hoisted_reads", "main", "smoke", "unrolled_locks"]
 
 _GROUP: Final = "tool_call_closure._compiled.native"  # the shared library of the group: native__mypyc.*.so
 
@@ -100,7 +101,7 @@ def _refuse(relative: str, source: str) -> None:
     if re.search(r"^#\s*mypy:\s*ignore-errors", source, flags=re.M):
         raise SystemExit(f"{relative} is marked '# mypy: ignore-errors': mypyc would compile its functions wrong")
     classes = [node.name for node in ast.parse(source).body if isinstance(node, ast.ClassDef)]
-    if classes:
+    if classes and relative not in CLASS_HOMES:
         raise SystemExit(f"{relative} defines {classes}: a compiled copy would be another class; compile none")
 
 
@@ -207,6 +208,20 @@ def hoisted_reads(source: str, alias: str, module: types.ModuleType) -> str:
     return b"".join(lines).decode("utf-8")
 
 
+def compiled_run_import(context_source: str) -> str:
+    """The contexts' source as the compiler reads it: ``Run`` imported from its compiled copy.
+
+    Every annotation of a run (``Instance._run``, ``Context.draft``) then
+    names the compiled class, so compiled code reads a run's fields natively.
+    At run time :func:`tool_call_closure._compiled.run_class` makes the same
+    choice for the process.  (Only the compiler's copy of the folder changes:
+    the contexts are not compiled.)"""
+    pure = "from tool_call_closure.machine.run import Run\n"
+    if context_source.count(pure) != 1:
+        raise SystemExit("machine/context.py no longer imports Run as the build expects: update compiled_run_import")
+    return context_source.replace(pure, "from tool_call_closure._compiled.machine_run import Run\n")
+
+
 def compiled_copy(relative: str) -> str:
     """The text of the copy of ``relative`` that is compiled: imports of compiled modules rewritten, digest added.
 
@@ -233,6 +248,8 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False) -> dic
             path = tree / "_compiled" / f"{name}.py"
             path.write_text(compiled_copy(relative), encoding="utf-8")
             paths.append(str(path.relative_to(root)))
+        context = tree / "machine" / "context.py"
+        context.write_text(compiled_run_import(context.read_text(encoding="utf-8")), encoding="utf-8")
         (root / "setup.py").write_text(_SETUP.format(group=_GROUP, opt=opt_level), encoding="utf-8")
         environment = {**os.environ, "PYTHONPATH": str(root)}
         done = subprocess.run(

@@ -51,14 +51,14 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Final, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
+from tool_call_closure import _compiled
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import spec_error
+from tool_call_closure.machine.run import Run
 from tool_call_closure.values import (
-    CALL_SETTLEMENT,
     CALL_STATE,
-    BatchHandle,
     CallRecord,
     CloseReasonRecord,
     DiagnosticRecord,
@@ -99,59 +99,14 @@ __all__ = [
     "superseded_snapshot",
 ]
 
+if not TYPE_CHECKING:
+    # One Run class per process: the compiled one exactly when the compiled machine runs (its code accepts no
+    # other), else this package's own (tool_call_closure._compiled.run_class).
+    Run = _compiled.run_class(Run)
+
 Renderer = Callable[[Sequence[CallRecord], dict[str, Any]], list[dict[str, Any]]]
 """A provider format: a closed snapshot's call records and the renderers' memo for it to its payload (bound by the
 public class; the memo is kept with the snapshot's record, for all its exports)."""
-
-
-class Run:
-    """The record of the current generation (never handed out).
-
-    Everything in it is the instance's own: calls, diagnostics and the close
-    reason are plain-tuple records (:mod:`tool_call_closure.values`), and what
-    a caller sees is a view built from them.  A commit never writes the
-    installed record field by field: it builds the new record aside
-    (:meth:`draft`, or a new ``Run`` for a new generation) and installs it
-    with one assignment (:func:`install`).  The one exception is a
-    settlement, whose whole write is one list-item assignment.
-    """
-
-    __slots__ = ("calls", "close_reason", "diagnostics", "generation", "handle", "index", "state")
-
-    def __init__(
-        self,
-        generation: int,
-        handle: BatchHandle,
-        calls: list[CallRecord],
-        index: dict[str, int],
-        diagnostics: list[DiagnosticRecord],
-        state: str = "",
-        close_reason: CloseReasonRecord | None = None,
-    ) -> None:
-        self.generation = generation
-        self.handle = handle
-        self.state = state  # set by the row that installs the run
-        self.calls = calls  # one CallRecord per call, replaced (never mutated) when the call settles
-        self.index = index  # call id -> position in calls; never changes after the run is built
-        self.diagnostics = diagnostics  # this generation's rejections (one list, shared by its drafts: DIAG-4)
-        self.close_reason = close_reason
-
-    @property
-    def pending(self) -> int:
-        """The number of calls without a settlement (counted, not stored: nothing can leave it stale)."""
-        return sum(1 for call in self.calls if call[CALL_SETTLEMENT] is None)
-
-    def draft(self) -> Run:
-        """A copy to build the next version of this generation in: its own call list, the rest shared."""
-        return Run(
-            self.generation,
-            self.handle,
-            list(self.calls),
-            self.index,
-            self.diagnostics,
-            self.state,
-            self.close_reason,
-        )
 
 
 class SnapshotRecord(weakref.ref):  # type: ignore[type-arg]

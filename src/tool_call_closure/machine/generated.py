@@ -45,7 +45,6 @@ from tool_call_closure.machine.context import (
     Instance,
     ReadContext,
     Renderer,
-    Run,
     SealContext,
     SettleContext,
     draft_from,
@@ -53,12 +52,13 @@ from tool_call_closure.machine.context import (
     reentry_error,
 )
 from tool_call_closure.machine.context import record_rejection as reject
+from tool_call_closure.machine.run import Run
 from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRecord, SnapshotSource
 
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "934673db75a04945eed32581c34d5b78ab041eb464f99fe9377af93443b24a72"
+SOURCES_SHA256: Final = "ab6d0023c8cfa01a0e6c762070e1682693781b096405b3a8d9fbfb2f8e347f05"
 
 
 def spill_BeginContext(

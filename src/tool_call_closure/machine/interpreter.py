@@ -72,12 +72,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from tool_call_closure import _compiled
 from tool_call_closure.absent import ABSENT
 from tool_call_closure.errors import TableError, spec_error
 from tool_call_closure.machine import compiler as compiler_module
 from tool_call_closure.machine import context as context_module
 from tool_call_closure.machine import inliner as inliner_module
 from tool_call_closure.machine import module_form as module_form_module
+from tool_call_closure.machine import run as run_module
 from tool_call_closure.machine import semantics as sem
 from tool_call_closure.machine import specialize as specialize_module
 from tool_call_closure.machine import table_facts as table_facts_module
@@ -504,6 +506,7 @@ HELPERS: Final[Mapping[str, Any]] = {
 GENERATED_FROM: Final = (
     sem,
     context_module,
+    run_module,
     inliner_module,
     compiler_module,
     module_form_module,
@@ -528,7 +531,7 @@ def checked_in_module() -> types.ModuleType | None:
     return generated if fresh else None
 
 
-MACHINE_SWITCH: Final = "TCC_MACHINE"
+MACHINE_SWITCH: Final = _compiled.SWITCH
 """The environment variable that chooses how the shipped machine runs: unset (or ``generated``) runs the compiled
 build when it is present and fresh (:mod:`tool_call_closure._compiled`), else the checked-in generated module;
 ``compiled`` the compiled build (an error when it is missing or stale); ``pure`` the checked-in generated module in
@@ -545,9 +548,7 @@ def _shipped_machine() -> Machine:
     checked_in = checked_in_module()
     compiled = None
     if how in ("generated", "compiled") and checked_in is not None:
-        from tool_call_closure import _compiled
-
-        compiled, why = _compiled.load()
+        compiled, why = _compiled.load(context_module.Run)
         if compiled is None and how == "compiled":
             raise TableError(f"{MACHINE_SWITCH}=compiled: the compiled build is {why}", code="table_invalid")
     elif how == "compiled":

@@ -395,7 +395,7 @@ def default_snapshot(ctx: ExportContext) -> None:
 
 def _close_calls(machine: MachineView, run: Run, reason: CloseReasonRecord, event: str) -> None:
     status, code, message, side_effect_state = reason
-    settlement: SettlementRecord = (status, "synthetic", None, code, message, side_effect_state)  # one, shared
+    settlement: Any = (status, "synthetic", None, code, message, side_effect_state)  # one, shared: Any, so compiled too
     pending = machine.initial_call_state
     calls = run.calls  # the draft's own list: the installed run is not touched
     for position, call in enumerate(calls):
