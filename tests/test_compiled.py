@@ -331,3 +331,39 @@ def test_the_calls_a_close_settles_share_one_settlement_record_on_either_build()
     settlements = [call[3] for call in run.calls]
     assert settlements[1] is settlements[2] is settlements[3]
     assert settlements[0] is not settlements[1]
+
+
+def test_the_machine_copy_calls_isascii_through_the_method_only_where_the_subject_is_exactly_a_str() -> None:
+    """``x.isascii()`` looks the method up at every compiled call; after ``type(x) is str and`` the copy calls
+    ``str.isascii`` read once.  Anywhere else (no exact-type check, another subject) the call is left alone: a
+    subclass of ``str`` may override the method."""
+    copy = build_compiled.compiled_copy("machine/generated.py")
+    assert ".isascii()" not in copy
+    assert copy.count("str_isascii(") == Path(generated.__file__).read_text(encoding="utf-8").count(".isascii()")
+    assert "\nstr_isascii: Final = str.isascii\n" in copy
+    program = (
+        "from typing import Final\n\n"
+        "def f(x: object, y: str) -> bool:\n"
+        "    return (type(x) is str and x.isascii()) or y.isascii() or (type(y) is str and x.isascii())\n"
+    )
+    assert build_compiled.exact_str_calls(program) == (
+        "from typing import Final\n\n"
+        "# Read once (build_compiled.exact_str_calls): a module-level Final is a C static.\n"
+        "str_isascii: Final = str.isascii\n\n"
+        "def f(x: object, y: str) -> bool:\n"
+        "    return (type(x) is str and str_isascii(x)) or y.isascii() or (type(y) is str and x.isascii())\n"
+    )
+
+
+def test_the_machine_copy_writes_each_install_out_in_place() -> None:
+    """Compiled, a call of the pure ``install_fields`` is a Python frame on every commit: the copy writes its body
+    in place, the same single assignment last (the pure machine keeps the call, which the fault sweep follows)."""
+    copy = build_compiled.compiled_copy("machine/generated.py")
+    assert "install_fields(" in Path(generated.__file__).read_text(encoding="utf-8")
+    assert "install_fields(" not in copy.replace("import", "").split("install_fields,", 1)[-1]
+    program = "def f():\n    install_fields(closure, draft, None)\n    if x:\n        install_fields(closure, d, s)\n"
+    assert build_compiled.inlined_installs(program) == (
+        "def f():\n    if draft is not None:\n        closure._run = draft\n    if x:\n        if d is not None:\n"
+        "            closure._run = d\n        elif s is not None:\n            installed = closure._run\n"
+        "            assert installed is not None\n            installed.calls[s[0]] = s[1]\n"
+    )

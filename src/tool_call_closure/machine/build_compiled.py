@@ -13,7 +13,14 @@ module of :data:`tool_call_closure._compiled.COMPILED_MODULES` is copied into
 its ``_compiled`` package under its compiled name, its imports of the other
 copies rewritten (:data:`~tool_call_closure._compiled.REWRITES`) and the
 sha256 of its pure source appended as ``COMPILED_FROM_SHA256``; in the
-machine's copy each ``with lock:`` is unrolled (:func:`unrolled_locks`); mypyc
+machine's copy each ``with lock:`` is unrolled (:func:`unrolled_locks`), the
+semantics' classes and constants are read once (:func:`hoisted_reads`),
+``isascii`` on an exact ``str`` is called through the method
+(:func:`exact_str_calls`) and each install is written out
+(:func:`inlined_installs`): rewrites compiled code gains from and the pure
+machine does not (each keeps the same steps in the same order); the
+compiler's copy of the contexts imports the compiled ``Run``
+(:func:`compiled_run_import`); mypyc
 type-checks and compiles the copies as one group (calls between them are
 native C calls); the extensions are copied beside
 ``_compiled/__init__.py`` and ``build.json`` records the digests last, so an
@@ -35,6 +42,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import itertools
 import json
 import os
 import re
@@ -44,6 +52,7 @@ import sys
 import tempfile
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -59,7 +68,17 @@ from tool_call_closure._compiled import (
 )
 from tool_call_closure.machine import semantics
 
-__all__ = ["SMOKE", "build", "compiled_copy", "compiled_run_import", "hoisted_reads", "main", "smoke", "unrolled_locks"]
+__all__ = [
+    "SMOKE",
+    "build",
+    "compiled_copy",
+    "compiled_run_import",
+    "exact_str_calls",
+    "hoisted_reads",
+    "main",
+    "smoke",
+    "unrolled_locks",
+]
 
 _GROUP: Final = "tool_call_closure._compiled.native"  # the shared library of the group: native__mypyc.*.so
 
@@ -190,22 +209,96 @@ def hoisted_reads(source: str, alias: str, module: types.ModuleType) -> str:
     if not reads:
         return source
     lines = [line.encode("utf-8") for line in source.splitlines(keepends=True)]
-    for node in sorted(reads, key=lambda read: (read.lineno, read.col_offset), reverse=True):
-        assert node.lineno == node.end_lineno
-        assert node.end_col_offset is not None
-        line = lines[node.lineno - 1]
-        lines[node.lineno - 1] = line[: node.col_offset] + f"{alias}_{node.attr}".encode() + line[node.end_col_offset :]
+    _replaced(lines, list(reads), lambda read: f"{alias}_{read.attr}")  # type: ignore[attr-defined]
+    names = sorted({node.attr for node in reads})
+    hoisted = "".join(f"{alias}_{name}: Final = {alias}.{name}\n" for name in names)
+    return _after_imports(tree, lines, "hoisted_reads", hoisted)
+
+
+def _after_imports(tree: ast.Module, lines: list[bytes], rule: str, definitions: str) -> str:
+    """``lines`` (of ``tree``'s source) with ``definitions`` after the module's last top-level import."""
     last_import = max(
         statement.end_lineno or statement.lineno
         for statement in tree.body
         if isinstance(statement, (ast.Import, ast.ImportFrom))
     )
-    names = sorted({node.attr for node in reads})
-    hoisted = "".join(f"{alias}_{name}: Final = {alias}.{name}\n" for name in names).encode()
-    lines.insert(
-        last_import, b"\n# Read once (build_compiled.hoisted_reads): a module-level Final is a C static.\n" + hoisted
-    )
+    heading = f"\n# Read once (build_compiled.{rule}): a module-level Final is a C static.\n"
+    lines.insert(last_import, (heading + definitions).encode())
     return b"".join(lines).decode("utf-8")
+
+
+def _replaced(lines: list[bytes], nodes: list[ast.expr], text: Callable[[ast.expr], str]) -> None:
+    """Each of ``nodes`` (one line each) replaced in ``lines`` by ``text(node)``, bottom up (columns stay valid)."""
+    for node in sorted(nodes, key=lambda each: (each.lineno, each.col_offset), reverse=True):
+        assert node.lineno == node.end_lineno
+        assert node.end_col_offset is not None
+        line = lines[node.lineno - 1]
+        lines[node.lineno - 1] = line[: node.col_offset] + text(node).encode() + line[node.end_col_offset :]
+
+
+def _exact_str(test: ast.expr) -> str | None:
+    """``x`` if ``test`` is ``type(x) is str`` (``x`` a name), else None."""
+    match test:
+        case ast.Compare(
+            left=ast.Call(func=ast.Name(id="type"), args=[ast.Name(id=subject)], keywords=[]),
+            ops=[ast.Is()],
+            comparators=[ast.Name(id="str")],
+        ):
+            return subject
+    return None
+
+
+def exact_str_calls(source: str) -> str:
+    """Each ``x.isascii()`` that follows ``type(x) is str and`` written ``str_isascii(x)``, the method read once.
+
+    Compiled, ``x.isascii()`` looks the method up on ``x``'s type at every
+    call (mypyc has no native form of it: some 180 instructions); the method
+    read once at import (``str_isascii: Final = str.isascii``) is called
+    directly.  The same method runs: the condition has just checked that
+    ``x`` is exactly a ``str``, so no subclass can have overridden it.
+    """
+    tree = ast.parse(source)
+    calls: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            for test, following in itertools.pairwise(node.values):
+                subject = _exact_str(test)
+                match following:
+                    case ast.Call(func=ast.Attribute(value=ast.Name(id=name), attr="isascii"), args=[], keywords=[]):
+                        if name == subject:
+                            calls.append(following)
+    if not calls:
+        return source
+    lines = [line.encode("utf-8") for line in source.splitlines(keepends=True)]
+    _replaced(lines, calls, lambda call: f"str_isascii({ast.unparse(call.func.value)})")  # type: ignore[attr-defined]
+    return _after_imports(tree, lines, "exact_str_calls", "str_isascii: Final = str.isascii\n")
+
+
+def inlined_installs(source: str) -> str:
+    """Each ``install_fields(closure, draft, staged)`` statement written out: the function's body, in place.
+
+    Compiled, the call of the pure ``context.install_fields`` is a Python
+    frame on every commit.  Written out, the commit is the same single
+    assignment (the new run, or the one staged call record) and nothing
+    that can raise follows it.  The pure machine keeps the call: the fault
+    sweep (invariant I9) recognises the install by it.
+    """
+    out: list[str] = []
+    for line in source.splitlines(keepends=True):
+        found = re.fullmatch(r"( *)install_fields\(closure, (\w+), (\w+)\)\n", line)
+        if found is None:
+            out.append(line)
+            continue
+        indent, draft, staged = found.groups()
+        out += [f"{indent}if {draft} is not None:\n", f"{indent}    closure._run = {draft}\n"]
+        if staged != "None":
+            out += [
+                f"{indent}elif {staged} is not None:\n",
+                f"{indent}    installed = closure._run\n",
+                f"{indent}    assert installed is not None\n",
+                f"{indent}    installed.calls[{staged}[0]] = {staged}[1]\n",
+            ]
+    return "".join(out)
 
 
 def compiled_run_import(context_source: str) -> str:
@@ -232,7 +325,7 @@ def compiled_copy(relative: str) -> str:
         source = re.sub(rf"\b{re.escape(pure)}\b", compiled, source)
     source = unrolled_locks(source)
     if relative == COMPILED_MODULES[MACHINE_MODULE]:
-        source = hoisted_reads(source, "semantics_", semantics)
+        source = inlined_installs(exact_str_calls(hoisted_reads(source, "semantics_", semantics)))
     return f'{source}\n\nCOMPILED_FROM_SHA256: str = "{source_sha256(relative)}"\n'
 
 
