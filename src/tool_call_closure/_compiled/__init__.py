@@ -5,14 +5,21 @@ Theory of operation
 Nothing here is checked in but this file.  ``python -m
 tool_call_closure.machine.build_compiled`` (:mod:`tool_call_closure.machine.build_compiled`) copies each
 module of :data:`COMPILED_MODULES` — the checked-in machine
-(``machine/generated.py``) and the function-only helpers it calls on every
-operation (``machine/semantics.py``, ``machine/reading.py``) — into this
+(``machine/generated.py``), the function-only helpers it calls on every
+operation (``machine/semantics.py``, ``machine/reading.py``) and the run
+record it reads on every operation (``machine/run.py``) — into this
 package under a name of its own, points the copies' imports of one another
 at the copies (:data:`REWRITES`), compiles them with mypyc (one C extension
 per copy and a shared library, beside this file) and records the sha256 of
 each pure source it compiled in ``build.json``.
 
-The pure modules stay what every other part of the package imports: the
+A process that runs the compiled machine uses the compiled ``Run`` throughout
+(:func:`run_class`, called by the contexts at import, chooses it exactly when
+the compiled machine is to run; :func:`load` refuses a process that chose the
+pure one): compiled code reads a run's fields natively and accepts no other
+class.
+
+The other pure modules stay what every other part of the package imports: the
 values, contexts and the public class are never compiled (a compiled
 annotation would turn a caller's bad argument into a ``TypeError`` where the
 public class must raise ``UsageError``), the code generator reads the pure

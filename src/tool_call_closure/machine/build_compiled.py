@@ -32,7 +32,9 @@ Guards, each for a known way a compiled build goes wrong:
   ``None``: such a source is refused before compiling, and the build ends with
   a smoke run (:func:`smoke`) that must answer exactly as the pure machine;
 * a module that defines a class is refused (its compiled copy's class would be
-  another class than the pure one the rest of the package uses);
+  another class than the pure one the rest of the package uses), except
+  ``machine/run.py`` (:data:`~tool_call_closure._compiled.CLASS_HOMES`): a
+  process that runs the compiled machine uses the compiled ``Run`` throughout;
 * the smoke run happens in a fresh interpreter with ``TCC_MACHINE=compiled``,
   which refuses to start if the build is not the one that runs.
 """
