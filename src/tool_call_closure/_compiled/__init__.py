@@ -52,6 +52,7 @@ __all__ = [
     "COMPILED_MODULES",
     "PACKAGE_ROOT",
     "REWRITES",
+    "RUNS_COMPILED",
     "SWITCH",
     "load",
     "run_class",
@@ -78,6 +79,9 @@ that runs the compiled machine (:func:`run_class` chooses; :func:`load` refuses 
 SWITCH: Final = "TCC_MACHINE"
 """The environment variable that chooses the machine (:data:`tool_call_closure.machine.interpreter.MACHINE_SWITCH`).
 """
+
+RUNS_COMPILED: Final = ("generated", "compiled")
+"""The values of :data:`SWITCH` (unset is ``generated``) under which the compiled machine runs when it is fresh."""
 
 REWRITES: Final = {
     "tool_call_closure.machine.run": "tool_call_closure._compiled.machine_run",
@@ -128,7 +132,7 @@ def run_class(pure: _Class) -> _Class:
     :func:`tool_call_closure.machine.interpreter._shipped_machine` then
     loads).  Called once, by :mod:`tool_call_closure.machine.context`, before
     anything builds a run."""
-    if os.environ.get(SWITCH, "generated") not in ("generated", "compiled") or staleness() is not None:
+    if os.environ.get(SWITCH, "generated") not in RUNS_COMPILED or staleness() is not None:
         return pure
     try:
         module = importlib.import_module(f"{__name__}.machine_run")

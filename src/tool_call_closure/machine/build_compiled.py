@@ -54,9 +54,9 @@ import sys
 import tempfile
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from tool_call_closure import _compiled
 from tool_call_closure._compiled import (
@@ -77,10 +77,13 @@ __all__ = [
     "compiled_run_import",
     "exact_str_calls",
     "hoisted_reads",
+    "inlined_installs",
     "main",
     "smoke",
     "unrolled_locks",
 ]
+
+_Node = TypeVar("_Node", bound=ast.expr)
 
 _GROUP: Final = "tool_call_closure._compiled.native"  # the shared library of the group: native__mypyc.*.so
 
@@ -158,24 +161,31 @@ def unrolled_locks(source: str) -> str:
     return "".join(lines)
 
 
+def _pure_name(relative: str) -> str:
+    """The pure module a compiled copy is made from, by the path of its source (``machine/run.py`` -> its name)."""
+    return "tool_call_closure." + relative.removesuffix(".py").replace("/", ".")
+
+
 def _compiled_constants() -> list[object]:
     """The objects a compiled module binds at its top level: a compiled module reads them as C statics already."""
     constants: list[object] = []
     for relative in COMPILED_MODULES.values():
-        module = importlib.import_module("tool_call_closure." + relative.removesuffix(".py").replace("/", "."))
+        module = importlib.import_module(_pure_name(relative))
         for statement in ast.parse((PACKAGE_ROOT / relative).read_text(encoding="utf-8")).body:
             targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
             constants += [getattr(module, t.id) for t in targets if isinstance(t, ast.Name) and hasattr(module, t.id)]
     return constants
 
 
+_COMPILED_SOURCES: Final = frozenset(_pure_name(relative) for relative in COMPILED_MODULES.values())
+"""The pure modules that have a compiled copy, by name."""
+
+
 def _hoistable(value: object, constants: list[object]) -> bool:
     """A read worth doing once, at import: not a function or constant of a compiled module, nor ``cast``."""
     if value is typing.cast or any(value is constant for constant in constants):
         return False  # mypyc erases cast; a compiled module's constant is read natively already
-    compiled_sources = {relative.removesuffix(".py").replace("/", ".") for relative in COMPILED_MODULES.values()}
-    home = (getattr(value, "__module__", None) or "").removeprefix("tool_call_closure.")
-    return not (isinstance(value, types.FunctionType) and home in compiled_sources)
+    return not (isinstance(value, types.FunctionType) and value.__module__ in _COMPILED_SOURCES)
 
 
 def hoisted_reads(source: str, alias: str, module: types.ModuleType) -> str:
@@ -211,7 +221,7 @@ def hoisted_reads(source: str, alias: str, module: types.ModuleType) -> str:
     if not reads:
         return source
     lines = [line.encode("utf-8") for line in source.splitlines(keepends=True)]
-    _replaced(lines, list(reads), lambda read: f"{alias}_{read.attr}")  # type: ignore[attr-defined]
+    _replaced(lines, reads, lambda read: f"{alias}_{read.attr}")
     names = sorted({node.attr for node in reads})
     hoisted = "".join(f"{alias}_{name}: Final = {alias}.{name}\n" for name in names)
     return _after_imports(tree, lines, "hoisted_reads", hoisted)
@@ -229,7 +239,7 @@ def _after_imports(tree: ast.Module, lines: list[bytes], rule: str, definitions:
     return b"".join(lines).decode("utf-8")
 
 
-def _replaced(lines: list[bytes], nodes: list[ast.expr], text: Callable[[ast.expr], str]) -> None:
+def _replaced(lines: list[bytes], nodes: Sequence[_Node], text: Callable[[_Node], str]) -> None:
     """Each of ``nodes`` (one line each) replaced in ``lines`` by ``text(node)``, bottom up (columns stay valid)."""
     for node in sorted(nodes, key=lambda each: (each.lineno, each.col_offset), reverse=True):
         assert node.lineno == node.end_lineno
@@ -260,7 +270,7 @@ def exact_str_calls(source: str) -> str:
     ``x`` is exactly a ``str``, so no subclass can have overridden it.
     """
     tree = ast.parse(source)
-    calls: list[ast.expr] = []
+    calls: list[ast.Call] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             for test, following in itertools.pairwise(node.values):
@@ -320,7 +330,8 @@ def compiled_run_import(context_source: str) -> str:
 def compiled_copy(relative: str) -> str:
     """The text of the copy of ``relative`` that is compiled: imports of compiled modules rewritten, digest added.
 
-    Its ``with lock:`` blocks are unrolled (:func:`unrolled_locks`)."""
+    Its ``with lock:`` blocks are unrolled (:func:`unrolled_locks`); the machine's copy also gets
+    :func:`hoisted_reads`, :func:`exact_str_calls` and :func:`inlined_installs`."""
     source = (PACKAGE_ROOT / relative).read_text(encoding="utf-8")
     _refuse(relative, source)
     for pure, compiled in REWRITES.items():

@@ -547,7 +547,7 @@ def _shipped_machine() -> Machine:
         raise TableError(f"{MACHINE_SWITCH} must be one of {choices}, got {how!r}", code="table_invalid")
     checked_in = checked_in_module()
     compiled = None
-    if how in ("generated", "compiled") and checked_in is not None:
+    if how in _compiled.RUNS_COMPILED and checked_in is not None:
         compiled, why = _compiled.load(context_module.Run)
         if compiled is None and how == "compiled":
             raise TableError(f"{MACHINE_SWITCH}=compiled: the compiled build is {why}", code="table_invalid")
