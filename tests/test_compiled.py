@@ -35,10 +35,11 @@ from tables import transcript as _transcript
 from tool_call_closure import _compiled, create_tool_call_closure
 from tool_call_closure.cli.main import main
 from tool_call_closure.conformance.vectors import load_vectors
-from tool_call_closure.errors import TableError
+from tool_call_closure.errors import FrozenValueError, TableError
 from tool_call_closure.machine import build_compiled, context, generated, interpreter
 from tool_call_closure.machine.interpreter import MACHINE_SWITCH, Machine, checked_in_module, implementations
 from tool_call_closure.machine.table import TABLE
+from tool_call_closure.values import Accepted
 
 PROOFS = Path(__file__).resolve().parents[1] / "proofs"
 COMPILED, WHY = _compiled.load(context.Run)
@@ -237,8 +238,9 @@ def test_the_compiled_copy_unrolls_each_with_lock_into_acquire_try_finally_relea
 
 
 def test_an_accepted_built_in_place_is_the_one_its_constructor_builds() -> None:
-    """The ``accepted`` result builds its view in place (an unfrozen twin given the class; compiled in the machine's
-    copy as it is): the same value, repr and settlement as the dataclass constructor makes, on either build."""
+    """The ``accepted`` result builds its view in place (pure: an unfrozen twin given the class; compiled: an
+    ``Accepted`` whose slots are written, see below): the same value, repr and settlement as the dataclass
+    constructor makes, on either build."""
     from tool_call_closure.values import ACCEPTED_TWIN, Accepted, Settlement
 
     closure = create_tool_call_closure()
@@ -258,7 +260,7 @@ def test_the_machine_copy_reads_the_semantics_classes_and_foreign_functions_once
     each class, constant and function compiled nowhere once, into a module-level Final (a C static).  A function
     of a compiled module keeps its native call, ``cast`` stays erased, annotations are untouched."""
     copy = build_compiled.compiled_copy("machine/generated.py")
-    for name in ("ACCEPTED_TWIN", "Accepted", "BatchHandle", "spec_error"):
+    for name in ("Accepted", "BatchHandle", "spec_error"):
         assert f"\nsemantics__{name}: Final = semantics_.{name}\n" in copy
         reads = re.findall(rf"(?<!: )semantics_\.{name}\b", copy)  # an annotation is ": semantics_.Accepted"
         assert reads == [f"semantics_.{name}"], name  # the Final's one read
@@ -367,3 +369,44 @@ def test_the_machine_copy_writes_each_install_out_in_place() -> None:
         "            closure._run = d\n        elif s is not None:\n            installed = closure._run\n"
         "            assert installed is not None\n            installed.calls[s[0]] = s[1]\n"
     )
+
+
+def test_the_machine_copy_builds_each_accepted_on_an_accepted_not_on_its_twin() -> None:
+    """Compiled, giving the twin its class (``view.__class__ = Accepted``) is the dearest step of a ``succeed`` after
+    the lock: the copy makes an ``Accepted`` with ``object.__new__`` and writes the same slots, in the same order,
+    with ``object.__setattr__`` (the pure machine keeps the twin).  A twin the copy cannot follow stops the build."""
+    pure = Path(generated.__file__).read_text(encoding="utf-8")
+    copy = build_compiled.compiled_copy("machine/generated.py")
+    assert pure.count("semantics_.ACCEPTED_TWIN()") > 0
+    assert "ACCEPTED_TWIN" not in copy
+    assert ".__class__ =" not in copy
+    assert copy.count("object_new(semantics__Accepted)") == pure.count("semantics_.ACCEPTED_TWIN()")
+    assert "\nobject_new: Final = object.__new__\n" in copy
+    program = (
+        "import x\n\ndef f(g, c):\n    v: semantics_.Any = semantics_.ACCEPTED_TWIN()\n    v.generation = g\n"
+        "    v.call_id = c\n    v.__class__ = semantics_.Accepted\n    return v\n"
+    )
+    assert build_compiled.accepted_in_place(program) == (
+        "import x\n\n# Read once (build_compiled.accepted_in_place): a module-level Final is a C static.\n"
+        "object_new: Final = object.__new__\n\ndef f(g, c):\n"
+        "    v: semantics_.Any = object_new(semantics_.Accepted)\n"
+        '    object.__setattr__(v, "generation", g)\n    object.__setattr__(v, "call_id", c)\n    return v\n'
+    )
+    with pytest.raises(SystemExit, match="never given its class"):
+        build_compiled.accepted_in_place("import x\nv = semantics_.ACCEPTED_TWIN()\nv.a = 1\nreturn v\n")
+    with pytest.raises(SystemExit, match=r"becomes semantics_\.Rejection"):
+        build_compiled.accepted_in_place(
+            "import x\nv = semantics_.ACCEPTED_TWIN()\nv.__class__ = semantics_.Rejection\n"
+        )
+
+
+def test_an_accepted_the_build_makes_is_an_ordinary_sealed_accepted() -> None:
+    """The view the compiled machine returns from ``succeed`` is the class's own (no twin left behind), refuses
+    writes as every value does, and reads its settlement as the pure machine's does."""
+    closure = create_tool_call_closure()
+    handle = closure.begin([{"id": "a", "name": "t"}]).handle
+    accepted = closure.succeed(handle, "a", {"n": 1})
+    assert type(accepted) is Accepted
+    assert (accepted.generation, accepted.call_id, accepted.settlement.content) == (1, "a", '{"n":1}')
+    with pytest.raises(FrozenValueError):
+        accepted.call_id = "b"  # type: ignore[misc]

@@ -72,6 +72,7 @@ from tool_call_closure.machine import semantics
 
 __all__ = [
     "SMOKE",
+    "accepted_in_place",
     "build",
     "compiled_copy",
     "compiled_run_import",
@@ -313,6 +314,50 @@ def inlined_installs(source: str) -> str:
     return "".join(out)
 
 
+def accepted_in_place(source: str) -> str:
+    """Each ``Accepted`` built on its unfrozen twin and then given its class, built on an ``Accepted`` itself.
+
+    The pure machine builds the view as :func:`values._builder` builds the
+    others: an instance of ``ACCEPTED_TWIN``, its slots written, then its
+    class assigned.  Compiled, the class assignment is the dearest step of a
+    ``succeed`` after the lock (an audit event, a layout comparison of the
+    two classes).  The copy makes the instance with ``object.__new__`` and
+    writes the same slots with ``object.__setattr__``, which mypyc compiles
+    to the generic slot write (it passes over the class's refusing
+    ``__setattr__``, as the twin's writes do).  The same fields get the same
+    values, in the same order; neither way runs the dataclass's ``__init__``.
+    """
+    out: list[str] = []
+    lines = source.splitlines(keepends=True)
+    at = 0
+    while at < len(lines):
+        begun = re.fullmatch(r"( *)(\w+)(: [\w.]+)? = semantics_\.ACCEPTED_TWIN\(\)\n", lines[at])
+        if begun is None:
+            out.append(lines[at])
+            at += 1
+            continue
+        indent, view, annotation = begun.group(1), begun.group(2), begun.group(3) or ""
+        built = [f"{indent}{view}{annotation} = object_new(semantics_.Accepted)\n"]
+        at += 1
+        while (written := re.fullmatch(rf"{indent}{view}\.(\w+) = (.+)\n", lines[at])) is not None:
+            field, value = written.groups()
+            if field == "__class__":
+                if value != "semantics_.Accepted":
+                    raise SystemExit(f"an ACCEPTED_TWIN becomes {value}, not Accepted: update accepted_in_place")
+                break
+            built.append(f'{indent}object.__setattr__({view}, "{field}", {value})\n')
+            at += 1
+        else:
+            raise SystemExit("an ACCEPTED_TWIN is never given its class: update accepted_in_place")
+        out += built
+        at += 1  # past the class assignment
+    if len(out) == len(lines):
+        return source
+    return _after_imports(
+        ast.parse(source), [line.encode() for line in out], "accepted_in_place", "object_new: Final = object.__new__\n"
+    )
+
+
 def compiled_run_import(context_source: str) -> str:
     """The contexts' source as the compiler reads it: ``Run`` imported from its compiled copy.
 
@@ -338,6 +383,7 @@ def compiled_copy(relative: str) -> str:
         source = re.sub(rf"\b{re.escape(pure)}\b", compiled, source)
     source = unrolled_locks(source)
     if relative == COMPILED_MODULES[MACHINE_MODULE]:
+        source = accepted_in_place(source)  # first: it matches the reads of semantics_ that hoisted_reads rewrites
         source = inlined_installs(exact_str_calls(hoisted_reads(source, "semantics_", semantics)))
     return f'{source}\n\nCOMPILED_FROM_SHA256: str = "{source_sha256(relative)}"\n'
 
