@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 ::
 
-    python -m tool_call_closure.machine.build_compiled            # build into src/tool_call_closure/_compiled/
-    python -m tool_call_closure.machine.build_compiled --check    # exit 1 unless a fresh build is present
+    python -m tool_call_closure.machine.build_compiled                # build into src/tool_call_closure/_compiled/
+    python -m tool_call_closure.machine.build_compiled --no-profile   # compile once, without the profile run
+    python -m tool_call_closure.machine.build_compiled --check        # exit 1 unless a fresh build is present
 
 Needs mypy (which includes mypyc: a development dependency), setuptools and
 a C compiler.  The pure package is copied into a temporary folder; each
@@ -22,7 +23,8 @@ machine does not (each keeps the same steps in the same order); the
 compiler's copy of the contexts imports the compiled ``Run``
 (:func:`compiled_run_import`); mypyc
 type-checks and compiles the copies as one group (calls between them are
-native C calls); the extensions are copied beside
+native C calls), with GCC twice: instrumented, then, after a profile run
+(:data:`TRAINING`), with its counts (:func:`build`); the extensions are copied beside
 ``_compiled/__init__.py`` and ``build.json`` records the digests last, so an
 interrupted build is never taken for a fresh one.
 
@@ -51,6 +53,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import types
 import typing
@@ -66,12 +69,15 @@ from tool_call_closure._compiled import (
     MACHINE_MODULE,
     PACKAGE_ROOT,
     REWRITES,
+    SWITCH,
     source_sha256,
 )
 from tool_call_closure.machine import semantics
+from tool_call_closure.spec_files import spec_path
 
 __all__ = [
     "SMOKE",
+    "TRAINING",
     "accepted_in_place",
     "build",
     "compiled_copy",
@@ -388,8 +394,79 @@ def compiled_copy(relative: str) -> str:
     return f'{source}\n\nCOMPILED_FROM_SHA256: str = "{source_sha256(relative)}"\n'
 
 
-def build(destination: Path, opt_level: str = "3", verbose: bool = False) -> dict[str, str]:
-    """Compile the copies into ``destination`` (the ``_compiled`` folder); return the digests recorded."""
+TRAINING: Final = """
+from tool_call_closure import create_tool_call_closure
+c = create_tool_call_closure(max_calls=1000)
+reason = {"status": "cancelled", "code": "timeout", "message": "deadline"}
+for n, rounds in ((1, 3000), (10, 600), (100, 60), (1000, 6)):
+    calls = [{"id": f"call_{i}", "name": f"tool_{i % 7}"} for i in range(n)]
+    for r in range(rounds):
+        handle = c.begin(calls).handle
+        for i in range(n):
+            if r % 2 == 0:
+                c.succeed(handle, f"call_{i}", "ok")
+            elif i % 10 == 9:
+                c.fail(handle, f"call_{i}", RuntimeError("tool failed"))
+            elif i % 10 == 8:
+                c.settle(handle, f"call_{i}", {"status": "cancelled", "message": "user stopped"})
+            elif i % 10:
+                c.succeed(handle, f"call_{i}", {"i": i, "ok": True, "text": "x" * 64})
+        c.succeed(handle, "call_0", "again")  # a duplicate: rejected
+        snapshot = c.close(handle, reason) if r % 2 else c.snapshot()
+        if r % 2:
+            c.to_openai_chat_completions(snapshot)
+            c.to_openai_responses(snapshot)
+            c.to_anthropic_tool_results(snapshot)
+            c.succeed(handle, "call_0", "late")  # closed: rejected
+"""
+"""The profile run of a profiled build: the shape of an agent's turns (a batch begun, each call settled, most of
+them successfully, a duplicate and a late result rejected, the batch closed and exported), at batch sizes 1 to 1000.
+The C compiler lays the compiled code out for the paths it takes."""
+
+
+def _profiling_compiler() -> bool:
+    """Whether the C compiler setuptools uses is GCC, whose ``-fprofile-generate``/``-fprofile-use`` the build uses."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()
+    try:
+        version = subprocess.run([*compiler, "--version"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return False
+    return "Free Software Foundation" in version
+
+
+def _compile(root: Path, paths: list[str], cflags: str, verbose: bool) -> None:
+    """mypyc and the C compiler on ``paths`` (relative to ``root``), the extensions left beside their sources."""
+    shutil.rmtree(root / "build", ignore_errors=True)  # every object compiled again, with these flags
+    environment = {**os.environ, "PYTHONPATH": str(root), "CFLAGS": cflags, "LDFLAGS": cflags}
+    done = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", *paths],
+        cwd=root,
+        env=environment,
+        capture_output=not verbose,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"mypyc failed:\n{done.stdout}\n{done.stderr}")
+
+
+def _record(digests: dict[str, str]) -> str:
+    import mypy.version  # present: it just compiled
+
+    record = {"sources": digests, "mypy": mypy.version.__version__, "python": sys.version.split()[0]}
+    return json.dumps(record, indent=2) + "\n"
+
+
+def build(destination: Path, opt_level: str = "3", verbose: bool = False, profile: bool = True) -> dict[str, str]:
+    """Compile the copies into ``destination`` (the ``_compiled`` folder); return the digests recorded.
+
+    With ``profile`` (and GCC), the build is profile-guided: compiled once
+    instrumented, run on :data:`TRAINING` in a fresh interpreter, then compiled
+    again from the same C sources with the counts, so that the compiler lays
+    each function's taken path out in one stretch and moves the rest aside
+    (compiled, ``succeed`` is one 60 kB function of which a call runs some
+    3 kB).  The same C code either way: the profile changes only the
+    compiler's choices of layout, inlining and branch order."""
     digests = {name: source_sha256(relative) for name, relative in COMPILED_MODULES.items()}
     with tempfile.TemporaryDirectory(prefix="tcc-mypyc-") as folder:
         root = Path(folder)
@@ -401,29 +478,34 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False) -> dic
             path.write_text(compiled_copy(relative), encoding="utf-8")
             paths.append(str(path.relative_to(root)))
         context = tree / "machine" / "context.py"
-        context.write_text(compiled_run_import(context.read_text(encoding="utf-8")), encoding="utf-8")
+        pure_context = context.read_text(encoding="utf-8")
+        context.write_text(compiled_run_import(pure_context), encoding="utf-8")
         (root / "setup.py").write_text(_SETUP.format(group=_GROUP, opt=opt_level), encoding="utf-8")
-        environment = {**os.environ, "PYTHONPATH": str(root)}
-        done = subprocess.run(
-            [sys.executable, "setup.py", "build_ext", *paths],
-            cwd=root,
-            env=environment,
-            capture_output=not verbose,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"mypyc failed:\n{done.stdout}\n{done.stderr}")
+        if profile and _profiling_compiler():
+            counts = root / "profile"
+            _compile(root, paths, f"-fprofile-generate={counts}", verbose)
+            (tree / "_compiled" / BUILD_RECORD.name).write_text(_record(digests), encoding="utf-8")
+            (tree / "_spec").symlink_to(spec_path("machine.json").parent, target_is_directory=True)  # the table
+            environment = {**os.environ, "PYTHONPATH": str(root), SWITCH: "compiled"}  # refuses any other build
+            context.write_text(pure_context, encoding="utf-8")  # as installed (the machine checks its sources)
+            trained = subprocess.run(
+                [sys.executable, "-c", TRAINING], cwd=root, env=environment, capture_output=True, text=True, check=False
+            )
+            context.write_text(compiled_run_import(pure_context), encoding="utf-8")
+            if trained.returncode != 0:
+                raise SystemExit(f"the profile run failed:\n{trained.stderr}")
+            _compile(root, paths, f"-fprofile-use={counts} -fprofile-correction -Wno-missing-profile", verbose)
+        else:
+            if profile:
+                print("the C compiler is not GCC: built without a profile", file=sys.stderr)
+            _compile(root, paths, "", verbose)
         built = sorted((tree / "_compiled").glob("*.so")) + sorted((tree / "_compiled").glob("*.pyd"))
         BUILD_RECORD.unlink(missing_ok=True)  # no record while the extensions are replaced
         for old in [*destination.glob("*.so"), *destination.glob("*.pyd")]:
             old.unlink()
         for extension in built:
             shutil.copy2(extension, destination / extension.name)
-    import mypy.version  # present: it just compiled
-
-    record = {"sources": digests, "mypy": mypy.version.__version__, "python": sys.version.split()[0]}
-    (destination / BUILD_RECORD.name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (destination / BUILD_RECORD.name).write_text(_record(digests), encoding="utf-8")
     return digests
 
 
@@ -442,13 +524,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit with status 1 unless a fresh build is present")
     parser.add_argument("--opt-level", default="3", help="the C compiler's optimization level (default 3)")
     parser.add_argument("--verbose", action="store_true", help="show mypyc's and the C compiler's output")
+    parser.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="compile once, without the profile run (about 3 minutes instead of 10; the code is slower)",
+    )
     args = parser.parse_args(argv)
     destination = Path(_compiled.__file__).parent
     if args.check:
         why = _compiled.staleness()
         print(why or "the compiled build is fresh", file=sys.stderr if why else sys.stdout)
         return 1 if why else 0
-    build(destination, args.opt_level, args.verbose)
+    build(destination, args.opt_level, args.verbose, args.profile)
     try:
         compiled, pure = smoke("compiled"), smoke("pure")
     except SystemExit:
