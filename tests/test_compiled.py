@@ -29,10 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tables import assert_bfs_agrees
 from tables import transcript as _transcript
-from tool_call_closure import _compiled, create_tool_call_closure
+from test_ecma_bounded import plain_trees, trees
+from tool_call_closure import _compiled, create_tool_call_closure, ecma_plain
 from tool_call_closure.cli.main import main
 from tool_call_closure.conformance.vectors import load_vectors
 from tool_call_closure.errors import FrozenValueError, TableError
@@ -410,3 +413,87 @@ def test_an_accepted_the_build_makes_is_an_ordinary_sealed_accepted() -> None:
     assert (accepted.generation, accepted.call_id, accepted.settlement.content) == (1, "a", '{"n":1}')
     with pytest.raises(FrozenValueError):
         accepted.call_id = "b"  # type: ignore[misc]
+
+
+def test_the_profile_run_is_an_agents_turns_through_every_settling_operation() -> None:
+    """The profiled build's training run (``build_compiled.TRAINING``) runs on the public API as it is, and takes the
+    paths an agent's turns take: begin, each way of settling, a rejected duplicate and a late result, close, the
+    exports.  (If the API moved under it, the build's profile run would fail and stop the build.)"""
+    rows: list[str] = []
+    real = create_tool_call_closure
+
+    def traced(**options: Any) -> Any:
+        closure = real(**options)
+        closure._trace = rows
+        return closure
+
+    namespace: dict[str, Any] = {}
+    source = build_compiled.TRAINING.replace(
+        "from tool_call_closure import create_tool_call_closure\n", "create_tool_call_closure = traced\n"
+    )
+    assert source != build_compiled.TRAINING
+    exec(source, {"traced": traced}, namespace)  # the build's own constant
+    fired = set(rows)
+    for row in (
+        "begin.commit.start",
+        "settle.commit.record",
+        "settle.admit.duplicate",
+        "settle.admit.closed",
+        "close.commit.close",
+        "export.commit.render",
+    ):
+        assert row in fired, (row, sorted(fired))
+
+
+def test_a_build_whose_profile_run_fails_stops_and_leaves_the_installed_build_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The profiled build compiles twice around the profile run; a profile run that fails (here: the instrumented
+    compile is skipped, so the run's ``TCC_MACHINE=compiled`` finds no build) stops the build before anything is
+    copied, and the extensions already installed stay as they were."""
+    compiles: list[str] = []
+    monkeypatch.setattr(build_compiled, "_compile", lambda _root, _paths, cflags, _verbose: compiles.append(cflags))
+    monkeypatch.setattr(build_compiled, "_profiling_compiler", lambda: True)
+    installed = tmp_path / "native.so"
+    installed.write_bytes(b"the installed build")
+    with pytest.raises(SystemExit, match=r"(?s)the profile run failed.*is not a compiled extension"):
+        build_compiled.build(tmp_path, profile=True)
+    assert len(compiles) == 1
+    assert compiles[0].startswith("-fprofile-generate=")
+    assert installed.read_bytes() == b"the installed build"
+
+
+def test_without_gcc_or_without_a_profile_the_build_compiles_once_with_no_profile_flags(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--no-profile``, or a C compiler other than GCC (whose profile flags the build uses), compiles once, plainly."""
+    for profile, gcc in ((False, True), (True, False)):
+        compiles: list[str] = []
+        monkeypatch.setattr(build_compiled, "_compile", lambda _r, _p, cflags, _v, into=compiles: into.append(cflags))
+        monkeypatch.setattr(build_compiled, "_profiling_compiler", lambda answer=gcc: answer)
+        monkeypatch.setattr(build_compiled, "BUILD_RECORD", tmp_path / "build.json")
+        build_compiled.build(tmp_path, profile=profile)
+        assert compiles == [""]
+    monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: "/no/such/compiler")
+    assert build_compiled._profiling_compiler() is False
+    monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: sys.executable)  # not GCC
+    assert build_compiled._profiling_compiler() is False
+
+
+@needs_build
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(plain_trees, trees), st.integers(0, 200) | st.just(sys.maxsize))
+def test_the_compiled_plain_json_writer_answers_as_the_pure_one(value: Any, budget: int) -> None:
+    """``ecma_plain`` is compiled with the machine (every success's content and every export's error text go through
+    it): its compiled copy answers exactly as the pure module, text or ``None``, on plain data and on anything else,
+    within any budget."""
+    compiled = sys.modules["tool_call_closure._compiled.ecma_plain"]
+    assert compiled.plain_json_text(value, budget) == ecma_plain.plain_json_text(value, budget)
+
+
+@needs_build
+@given(st.text(max_size=8) | st.none(), st.text(max_size=8) | st.integers(), st.text(max_size=4) | st.none())
+def test_the_compiled_error_text_answers_as_the_pure_one(code: Any, message: Any, state: Any) -> None:
+    compiled = sys.modules["tool_call_closure._compiled.ecma_plain"]
+    assert compiled.error_text(code, message, state) == ecma_plain.error_text(code, message, state)
+    assert compiled.error_text(code, message) == ecma_plain.error_text(code, message)

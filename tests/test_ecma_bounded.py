@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 import tool_call_closure.ecma as ecma
 import tool_call_closure.ecma_json as ecma_json
+import tool_call_closure.ecma_plain as ecma_plain
 from test_ecma import NODE, node_eval, requires_node, trees
 from tool_call_closure import LimitError, ToolCallClosure, UsageError
 from tool_call_closure.ecma import python_text, to_js_string, to_js_string_truncated, truncate_utf8
@@ -553,7 +554,7 @@ plain_trees = st.recursive(
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain_trees)
 def test_NORM_8_plain_data_takes_the_fast_path_with_the_same_text(value: Any) -> None:
-    assert ecma_json._is_plain_json(value, sys.maxsize)
+    assert ecma_plain._is_plain_json(value, sys.maxsize)
     assert json_stringify(value) == _general(value)
 
 
@@ -573,15 +574,15 @@ def test_NORM_8_plain_data_takes_the_fast_path_with_the_same_text(value: Any) ->
     ],
 )
 def test_NORM_8_fast_path_refuses_values_it_would_write_differently(value: Any) -> None:
-    assert not ecma_json._is_plain_json(value, sys.maxsize)
+    assert not ecma_plain._is_plain_json(value, sys.maxsize)
 
 
 def test_NORM_8_fast_path_refuses_deep_nesting() -> None:
     deep: Any = 1
-    for _ in range(ecma_json._PLAIN_DEPTH + 1):
+    for _ in range(ecma_plain._PLAIN_DEPTH + 1):
         deep = [deep]
-    assert not ecma_json._is_plain_json(deep, sys.maxsize)
-    assert json_stringify(deep) == "[" * (ecma_json._PLAIN_DEPTH + 1) + "1" + "]" * (ecma_json._PLAIN_DEPTH + 1)
+    assert not ecma_plain._is_plain_json(deep, sys.maxsize)
+    assert json_stringify(deep) == "[" * (ecma_plain._PLAIN_DEPTH + 1) + "1" + "]" * (ecma_plain._PLAIN_DEPTH + 1)
 
 
 @requires_node
@@ -590,7 +591,7 @@ def test_NORM_8_fast_path_refuses_deep_nesting() -> None:
 def test_node_fast_path_matches_json_stringify(values: list[Any]) -> None:
     """A sample of plain data, all on the fast path, against Node's JSON.stringify."""
     assert NODE is not None
-    assert all(ecma_json._is_plain_json(value, sys.maxsize) for value in values)
+    assert all(ecma_plain._is_plain_json(value, sys.maxsize) for value in values)
     expected = node_eval([("json", value) for value in values])
     assert [json_stringify(value) for value in values] == expected
 
@@ -605,15 +606,15 @@ def test_NORM_8_plain_json_text_is_the_walks_text_within_its_byte_budget(value: 
     """
     text = _general(value)
     size = len(text.encode("utf-8"))
-    assert ecma_json.plain_json_text(value, sys.maxsize) == text
-    assert ecma_json.plain_json_text(value, size) in (text, None)
-    assert ecma_json.plain_json_text(value, size - 1) is None
-    if _written_in_one_pass(value, ecma_json._OBJECT_TEXT_DEPTH):
-        assert ecma_json.plain_json_text(value, size) == text  # an object of scalars and such objects: decided
+    assert ecma_plain.plain_json_text(value, sys.maxsize) == text
+    assert ecma_plain.plain_json_text(value, size) in (text, None)
+    assert ecma_plain.plain_json_text(value, size - 1) is None
+    if _written_in_one_pass(value, ecma_plain._OBJECT_TEXT_DEPTH):
+        assert ecma_plain.plain_json_text(value, size) == text  # an object of scalars and such objects: decided
 
 
 def _written_in_one_pass(value: Any, depth: int) -> bool:
-    """Is ``value`` what ``ecma_json._object_text`` writes: a dict of scalars (not floats) and, ``depth`` deep, such dicts?"""
+    """Is ``value`` what ``ecma_plain._object_text`` writes: a dict of scalars (not floats) and, ``depth`` deep, such dicts?"""
     return type(value) is dict and all(
         type(member) not in (dict, list, tuple, float)
         or (type(member) is dict and depth > 0 and _written_in_one_pass(member, depth - 1))
@@ -624,25 +625,25 @@ def _written_in_one_pass(value: Any, depth: int) -> bool:
 def test_NORM_8_objects_of_objects_are_written_in_one_pass_down_to_a_depth() -> None:
     """A synthetic error's ``{"error": {…}}`` is decided in one pass; deeper nesting, or a cycle, goes on to the plain path."""
     error = {"error": {"code": "timeout", "message": "dead\u2028line", "side_effect_state": "unknown"}}
-    assert ecma_json._object_text(error, sys.maxsize) == json_stringify(error)
+    assert ecma_plain._object_text(error, sys.maxsize) == json_stringify(error)
     deep: Any = {"leaf": 1}
-    for level in range(ecma_json._OBJECT_TEXT_DEPTH + 1):
+    for level in range(ecma_plain._OBJECT_TEXT_DEPTH + 1):
         deep = {f"level{level}": deep}
-    assert ecma_json._object_text(deep, sys.maxsize) is None  # one level too deep for the one pass …
-    assert ecma_json.plain_json_text(deep, sys.maxsize) == _general(deep)  # … and still plain data
+    assert ecma_plain._object_text(deep, sys.maxsize) is None  # one level too deep for the one pass …
+    assert ecma_plain.plain_json_text(deep, sys.maxsize) == _general(deep)  # … and still plain data
     circular: dict[str, Any] = {}
     circular["self"] = circular
-    assert ecma_json._object_text(circular, sys.maxsize) is None
-    assert ecma_json.plain_json_text(circular, sys.maxsize) is None
+    assert ecma_plain._object_text(circular, sys.maxsize) is None
+    assert ecma_plain.plain_json_text(circular, sys.maxsize) is None
     size = len(json_stringify(error).encode("utf-8"))
-    assert ecma_json._object_text(error, size) is not None
-    assert ecma_json.plain_json_text(error, size - 1) is None  # the nested object is given what is left of the budget
+    assert ecma_plain._object_text(error, size) is not None
+    assert ecma_plain.plain_json_text(error, size - 1) is None  # the nested object is given what is left of the budget
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trees)
 def test_NORM_8_plain_json_text_answers_the_walks_text_or_none(value: Any) -> None:
-    found = ecma_json.plain_json_text(value, sys.maxsize)
+    found = ecma_plain.plain_json_text(value, sys.maxsize)
     assert found is None or found == _general(value)
 
 
@@ -666,5 +667,5 @@ def test_NORM_8_plain_json_text_runs_no_caller_code() -> None:
             return "x"
 
     for value in (Items(a=1), {"a": Hooked()}, [Text("t")], {"a": [1, {"b": Items()}]}):
-        assert ecma_json.plain_json_text(value, sys.maxsize) is None
+        assert ecma_plain.plain_json_text(value, sys.maxsize) is None
     assert touched == []

@@ -17,6 +17,7 @@ module / package    what lives there
 ``spec_files``      the shipped ``spec/`` files, found in the package
 ``ecma``            the original's JavaScript primitives on Python values
 ``ecma_json``       ``JSON.stringify`` for Python values (success content)
+``ecma_plain``      its fast path for plain data (compiled with the machine)
 ``values``          the frozen values handed out: snapshots, results, handles
 ``machine/``        the transition table, its generated code and its meanings
 ``_compiled/``      the generated code compiled by mypyc, when built (optional)

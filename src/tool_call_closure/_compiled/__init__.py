@@ -6,8 +6,9 @@ Nothing here is checked in but this file.  ``python -m
 tool_call_closure.machine.build_compiled`` (:mod:`tool_call_closure.machine.build_compiled`) copies each
 module of :data:`COMPILED_MODULES` — the checked-in machine
 (``machine/generated.py``), the function-only helpers it calls on every
-operation (``machine/semantics.py``, ``machine/reading.py``) and the run
-record it reads on every operation (``machine/run.py``) — into this
+operation (``machine/semantics.py``, ``machine/reading.py``), the run
+record it reads on every operation (``machine/run.py``) and the plain-data
+JSON writer every success and export uses (``ecma_plain.py``) — into this
 package under a name of its own, points the copies' imports of one another
 at the copies (:data:`REWRITES`), compiles them with mypyc (one C extension
 per copy and a shared library, beside this file) and records the sha256 of
@@ -63,6 +64,7 @@ PACKAGE_ROOT: Final = Path(__file__).resolve().parent.parent
 """The ``tool_call_closure`` folder, which the sources of :data:`COMPILED_MODULES` are relative to."""
 
 COMPILED_MODULES: Final = {
+    "ecma_plain": "ecma_plain.py",
     "machine_run": "machine/run.py",
     "machine_reading": "machine/reading.py",
     "machine_semantics": "machine/semantics.py",
@@ -84,6 +86,7 @@ RUNS_COMPILED: Final = ("generated", "compiled")
 """The values of :data:`SWITCH` (unset is ``generated``) under which the compiled machine runs when it is fresh."""
 
 REWRITES: Final = {
+    "tool_call_closure.ecma_plain": "tool_call_closure._compiled.ecma_plain",
     "tool_call_closure.machine.run": "tool_call_closure._compiled.machine_run",
     "tool_call_closure.machine.reading": "tool_call_closure._compiled.machine_reading",
     "tool_call_closure.machine.semantics": "tool_call_closure._compiled.machine_semantics",

@@ -58,7 +58,7 @@ from tool_call_closure.values import CallRecord, CloseReasonRecord, SettlementRe
 # What this module was generated from: the table's text, and the sources of the semantics, the contexts
 # and the code generator (sha256; see tool_call_closure.machine.interpreter.checked_in_module).
 TABLE_SHA256: Final = "b8d68afc2f119447ffbe9719d74c29385f68843e3171756e29e9f22e4950b518"
-SOURCES_SHA256: Final = "ab6d0023c8cfa01a0e6c762070e1682693781b096405b3a8d9fbfb2f8e347f05"
+SOURCES_SHA256: Final = "b35c77f270c4907655dda62e7f81264a44aa1b4961076a88f7918853c4df1ee2"
 
 
 def spill_BeginContext(

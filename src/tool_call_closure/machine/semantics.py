@@ -36,7 +36,7 @@ from tool_call_closure.absent import ABSENT
 from tool_call_closure.ecma import (
     ASCII_JS_WHITESPACE,
 )
-from tool_call_closure.ecma_json import plain_json_text
+from tool_call_closure.ecma_plain import plain_json_text
 from tool_call_closure.errors import spec_error
 from tool_call_closure.machine.context import (
     BeginContext,
@@ -663,7 +663,7 @@ def _plain_text_or_absent(value: object) -> bool:
 
 def normalize_outcome_runs_no_caller_code(ctx: SettleContext) -> bool:
     # succeed: a plain str content is stored as is (NORM-8), and plain data (exact dicts, lists, strings,
-    # safe numbers: ecma_json.plain_json_text) is converted to its JSON text here, reading nothing of the caller's;
+    # safe numbers: ecma_plain.plain_json_text) is converted to its JSON text here, reading nothing of the caller's;
     # the text then takes the content's place, and normalize stores it as is: the same settlement, with the
     # same byte limit checked there.  fail or cancel: a plain str code and message (an exception's text would
     # run its __str__).  settle reads an outcome object (keys, getters): never.
