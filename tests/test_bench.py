@@ -207,3 +207,23 @@ def test_without_the_repository_the_bench_command_says_where_the_benchmark_is(
     with redirect_stderr(errors):
         assert main(["bench", "--quick"]) == 2
     assert "python benchmarks/bench.py" in errors.getvalue()
+
+
+def test_the_cache_loop_runs_the_settle_loop_on_either_subject_and_refuses_other_arguments() -> None:
+    """``benchmarks/cache_loop.py`` (the settle loop alone, for cachegrind's cache and branch simulation)."""
+    import importlib.util
+
+    path = Path(BENCHMARKS) / "cache_loop.py"
+    spec = importlib.util.spec_from_file_location("cache_loop", path)
+    assert spec is not None
+    assert spec.loader is not None
+    cache_loop = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cache_loop)
+    assert cache_loop.main(["reference", "3", "2"]) == 0
+    assert cache_loop.main(["baseline", "3", "2"]) == 0
+    errors = io.StringIO()
+    with redirect_stderr(errors):
+        assert cache_loop.main(["original", "3", "2"]) == 2
+        assert cache_loop.main(["reference", "-3", "2"]) == 2
+        assert cache_loop.main(["reference"]) == 2
+    assert errors.getvalue().count("usage: python benchmarks/cache_loop.py") == 3
