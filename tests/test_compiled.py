@@ -474,8 +474,13 @@ def test_without_gcc_or_without_a_profile_the_build_compiles_once_with_no_profil
         monkeypatch.setattr(build_compiled, "BUILD_RECORD", tmp_path / "build.json")
         build_compiled.build(tmp_path, profile=profile)
         assert compiles == [""]
+    monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: "/no/such/compiler")
     assert build_compiled._profiling_compiler() is False
+    monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: "gcc")
+    monkeypatch.setenv("CC", "/no/such/compiler")  # setuptools compiles with $CC when it is set
+    assert build_compiled._profiling_compiler() is False
+    monkeypatch.delenv("CC")
     monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: sys.executable)  # not GCC
     assert build_compiled._profiling_compiler() is False
 

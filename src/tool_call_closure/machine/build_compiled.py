@@ -421,12 +421,12 @@ for n, rounds in ((1, 3000), (10, 600), (100, 60), (1000, 6)):
 """
 """The profile run of a profiled build: the shape of an agent's turns (a batch begun, each call settled, most of
 them successfully, a duplicate and a late result rejected, the batch closed and exported), at batch sizes 1 to 1000.
-The C compiler lays the compiled code out for the paths it takes."""
+The C compiler's choices follow the counts of the paths it takes."""
 
 
 def _profiling_compiler() -> bool:
     """Whether the C compiler setuptools uses is GCC, whose ``-fprofile-generate``/``-fprofile-use`` the build uses."""
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()  # as setuptools picks it
     try:
         version = subprocess.run([*compiler, "--version"], capture_output=True, text=True, check=False).stdout
     except OSError:
@@ -462,11 +462,12 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False, profil
 
     With ``profile`` (and GCC), the build is profile-guided: compiled once
     instrumented, run on :data:`TRAINING` in a fresh interpreter, then compiled
-    again from the same C sources with the counts, so that the compiler lays
-    each function's taken path out in one stretch and moves the rest aside
-    (compiled, ``succeed`` is one 60 kB function of which a call runs some
-    3 kB).  The same C code either way: the profile changes only the
-    compiler's choices of layout, inlining and branch order."""
+    again from the same C sources with the counts, from which the compiler
+    chooses its layout, inlining and branch order.  Compiled, ``succeed`` is
+    one 60 kB function of which a call runs some 3 kB, twice the size of
+    the first-level instruction cache: on the settle loop the profiled build
+    misses that cache about 11 % less often (docs/performance.md, seventh
+    measurement).  The same C code either way."""
     digests = {name: source_sha256(relative) for name, relative in COMPILED_MODULES.items()}
     with tempfile.TemporaryDirectory(prefix="tcc-mypyc-") as folder:
         root = Path(folder)
