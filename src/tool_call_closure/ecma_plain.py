@@ -62,7 +62,7 @@ def fix_surrogates(text: str) -> str:
 # same way.  _is_plain_json checks this with one cheap walk, which also refuses the fast path
 # for any container met twice (shared or circular: expanding a shared structure is not
 # bounded by its size) and for nesting deeper than _PLAIN_DEPTH (the C encoder recurses).
-# tests/test_ecma.py compares both paths on generated values.
+# tests/test_ecma_bounded.py compares both paths on generated values.
 
 _PLAIN_DEPTH: Final = 64
 _PLAIN_INT_BOUND: Final = 2**53
@@ -161,7 +161,7 @@ def _object_text(value: dict[Any, Any], budget: int, depth: int = _OBJECT_TEXT_D
     The common content (a flat object, or objects of objects: a synthetic
     error is ``{"error": {…}}``) written here, members and all, in one pass:
     the C encoder's per-call and per-member cost is higher than this loop's.
-    The same pieces as the C encoder (``_encode_str`` for every string, the
+    The same pieces as the C encoder (``encode_str`` for every string, the
     same literals); any other member — a list, a float, anything not plain,
     or a dict nested deeper than ``depth`` (so a circular dict ends here too)
     — answers ``None`` and the general plain path decides.  Bounded by
@@ -237,7 +237,7 @@ def error_text(code: object, message: object, side_effect_state: object = ABSENT
     """``JSON.stringify({error: {code, message, side_effect_state?}})`` for str members (and a None state); else None.
 
     The text of every error and cancellation an export carries (``providers.result_text``), written
-    directly: the pieces the general path writes (``_encode_str``, surrogates fixed on the finished text).
+    directly: the pieces the general path writes (``encode_str``, surrogates fixed on the finished text).
     """
     if type(code) is not str or type(message) is not str:
         return None
