@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 USAGE = "usage: python benchmarks/cache_loop.py reference|baseline N ROUNDS"
 
@@ -34,17 +33,13 @@ def main(argv: list[str]) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     subject, n, rounds = argv[0], int(argv[1]), int(argv[2])
-    closure: Any
-    if subject == "baseline":
-        sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_baseline, beside this script
-        from bench_baseline import LeanClosure
+    folder = str(Path(__file__).resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # bench.py, beside this script
+    import bench  # the benchmark's subjects and batch, so that this loop runs exactly its settle loop
 
-        closure = LeanClosure()
-    else:
-        from tool_call_closure import create_tool_call_closure
-
-        closure = create_tool_call_closure(max_calls=max(n, 1000))
-    calls = [{"id": f"call_{i}", "name": f"tool_{i % 7}"} for i in range(n)]
+    closure = bench.SUBJECTS[subject](n)
+    calls = bench._calls(n)
     for _ in range(rounds):
         handle = closure.begin(calls).handle
         for i in range(n):

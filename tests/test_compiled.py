@@ -459,21 +459,23 @@ def test_a_build_whose_profile_run_fails_stops_and_leaves_the_installed_build_al
     with pytest.raises(SystemExit, match=r"(?s)the profile run failed.*is not a compiled extension"):
         build_compiled.build(tmp_path, profile=True)
     assert len(compiles) == 1
-    assert compiles[0].startswith("-fprofile-generate=")
+    assert compiles[0].startswith(f"{build_compiled.GCC_FLAGS} -fprofile-generate=")
     assert installed.read_bytes() == b"the installed build"
 
 
 def test_without_gcc_or_without_a_profile_the_build_compiles_once_with_no_profile_flags(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """``--no-profile``, or a C compiler other than GCC (whose profile flags the build uses), compiles once, plainly."""
-    for profile, gcc in ((False, True), (True, False)):
+    """``--no-profile``, or a C compiler other than GCC (whose profile flags the build uses), compiles once: with
+    GCC's own flags (``GCC_FLAGS``) when it is GCC, with none otherwise."""
+    assert build_compiled.GCC_FLAGS == "-fno-semantic-interposition -fno-plt"
+    for profile, gcc, flags in ((False, True, build_compiled.GCC_FLAGS), (True, False, "")):
         compiles: list[str] = []
         monkeypatch.setattr(build_compiled, "_compile", lambda _r, _p, cflags, _v, into=compiles: into.append(cflags))
         monkeypatch.setattr(build_compiled, "_profiling_compiler", lambda answer=gcc: answer)
         monkeypatch.setattr(build_compiled, "BUILD_RECORD", tmp_path / "build.json")
         build_compiled.build(tmp_path, profile=profile)
-        assert compiles == [""]
+        assert compiles == [flags]
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: "/no/such/compiler")
     assert build_compiled._profiling_compiler() is False

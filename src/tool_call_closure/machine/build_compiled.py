@@ -23,7 +23,7 @@ machine does not (each keeps the same steps in the same order); the
 compiler's copy of the contexts imports the compiled ``Run``
 (:func:`compiled_run_import`); mypyc
 type-checks and compiles the copies as one group (calls between them are
-native C calls), with GCC twice: instrumented, then, after a profile run
+native C calls), with GCC (and :data:`GCC_FLAGS`) twice: instrumented, then, after a profile run
 (:data:`TRAINING`), with its counts (:func:`build`); the extensions are copied beside
 ``_compiled/__init__.py`` and ``build.json`` records the digests last, so an
 interrupted build is never taken for a fresh one.
@@ -76,6 +76,7 @@ from tool_call_closure.machine import semantics
 from tool_call_closure.spec_files import spec_path
 
 __all__ = [
+    "GCC_FLAGS",
     "SMOKE",
     "TRAINING",
     "accepted_in_place",
@@ -424,8 +425,18 @@ them successfully, a duplicate and a late result rejected, the batch closed and 
 The C compiler's choices follow the counts of the paths it takes."""
 
 
+GCC_FLAGS: Final = "-fno-semantic-interposition -fno-plt"
+"""What every build with GCC adds to the C compiler's flags.  The group's code is one C file whose functions call one
+another and the interpreter's: ``-fno-semantic-interposition`` lets a call between two of its functions be a direct
+call (or be inlined) instead of going through the procedure linkage table, and ``-fno-plt`` makes each call into the
+interpreter's library one indirect call through its address table instead of a jump into a stub.  Neither changes what
+the code computes.  On the settle loop (cachegrind, docs/performance.md, eighth measurement): 1.6 % fewer instructions,
+2.7 % fewer instruction-cache misses and a quarter fewer mispredicted indirect branches."""
+
+
 def _profiling_compiler() -> bool:
-    """Whether the C compiler setuptools uses is GCC, whose ``-fprofile-generate``/``-fprofile-use`` the build uses."""
+    """Whether the C compiler setuptools uses is GCC, whose ``-fprofile-generate``/``-fprofile-use`` and
+    :data:`GCC_FLAGS` the build uses."""
     compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()  # as setuptools picks it
     try:
         version = subprocess.run([*compiler, "--version"], capture_output=True, text=True, check=False).stdout
@@ -482,9 +493,11 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False, profil
         pure_context = context.read_text(encoding="utf-8")
         context.write_text(compiled_run_import(pure_context), encoding="utf-8")
         (root / "setup.py").write_text(_SETUP.format(group=_GROUP, opt=opt_level), encoding="utf-8")
-        if profile and _profiling_compiler():
+        gcc = _profiling_compiler()
+        flags = GCC_FLAGS if gcc else ""
+        if profile and gcc:
             counts = root / "profile"
-            _compile(root, paths, f"-fprofile-generate={counts}", verbose)
+            _compile(root, paths, f"{flags} -fprofile-generate={counts}", verbose)
             (tree / "_compiled" / BUILD_RECORD.name).write_text(_record(digests), encoding="utf-8")
             (tree / "_spec").symlink_to(spec_path("machine.json").parent, target_is_directory=True)  # the table
             environment = {**os.environ, "PYTHONPATH": str(root), SWITCH: "compiled"}  # refuses any other build
@@ -495,11 +508,11 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False, profil
             context.write_text(compiled_run_import(pure_context), encoding="utf-8")
             if trained.returncode != 0:
                 raise SystemExit(f"the profile run failed:\n{trained.stderr}")
-            _compile(root, paths, f"-fprofile-use={counts} -fprofile-correction -Wno-missing-profile", verbose)
+            _compile(root, paths, f"{flags} -fprofile-use={counts} -fprofile-correction -Wno-missing-profile", verbose)
         else:
             if profile:
                 print("the C compiler is not GCC: built without a profile", file=sys.stderr)
-            _compile(root, paths, "", verbose)
+            _compile(root, paths, flags, verbose)
         built = sorted((tree / "_compiled").glob("*.so")) + sorted((tree / "_compiled").glob("*.pyd"))
         BUILD_RECORD.unlink(missing_ok=True)  # no record while the extensions are replaced
         for old in [*destination.glob("*.so"), *destination.glob("*.pyd")]:
