@@ -58,6 +58,7 @@ from tool_call_closure.machine.context import (
     SnapshotRecord,
 )
 from tool_call_closure.machine.interpreter import MACHINE, Machine
+from tool_call_closure.machine.reading import MAX_SAFE_INTEGER
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.providers import RENDERERS
 from tool_call_closure.providers.parts_render import GEMINI_FAMILIES, GeminiFamily
@@ -94,8 +95,6 @@ _LOGGER: Final = logging.getLogger("tool_call_closure")
 
 OnGenerationEnd: TypeAlias = Callable[["Snapshot", GenerationEnd], None]
 """``begin``'s ``on_end``: called once with the generation's final (closed) snapshot and how it ended."""
-
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 def _limit(value: object, name: str, default: int) -> int:

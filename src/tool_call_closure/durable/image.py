@@ -35,6 +35,7 @@ from tool_call_closure.ecma import utf8_length
 from tool_call_closure.errors import ToolCallClosureError, UsageError
 from tool_call_closure.machine.context import Run
 from tool_call_closure.machine.interpreter import MACHINE
+from tool_call_closure.machine.reading import MAX_SAFE_INTEGER
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.parts import (
     FILE_MEDIA_TYPES,
@@ -76,7 +77,6 @@ __all__ = [
 ]
 
 IMAGE_FORMAT: Final = "tool-call-closure.image/1"
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 _RUN_STATES: Final = ("open", "complete", "error", "cancelled")
 _REASONS: Final = TABLE.reasons  # the table's diagnostic reasons (media_moved: an accepted success's, D26)
 _OBSERVED: Final = ("success", "error", "cancelled", "invalid", None)
