@@ -453,7 +453,7 @@ def test_a_build_whose_profile_run_fails_stops_and_leaves_the_installed_build_al
     copied, and the extensions already installed stay as they were."""
     compiles: list[str] = []
     monkeypatch.setattr(build_compiled, "_compile", lambda _root, _paths, cflags, _verbose: compiles.append(cflags))
-    monkeypatch.setattr(build_compiled, "_profiling_compiler", lambda: True)
+    monkeypatch.setattr(build_compiled, "_compiler_is_gcc", lambda: True)
     installed = tmp_path / "native.so"
     installed.write_bytes(b"the installed build")
     with pytest.raises(SystemExit, match=r"(?s)the profile run failed.*is not a compiled extension"):
@@ -472,19 +472,19 @@ def test_without_gcc_or_without_a_profile_the_build_compiles_once_with_no_profil
     for profile, gcc, flags in ((False, True, build_compiled.GCC_FLAGS), (True, False, "")):
         compiles: list[str] = []
         monkeypatch.setattr(build_compiled, "_compile", lambda _r, _p, cflags, _v, into=compiles: into.append(cflags))
-        monkeypatch.setattr(build_compiled, "_profiling_compiler", lambda answer=gcc: answer)
+        monkeypatch.setattr(build_compiled, "_compiler_is_gcc", lambda answer=gcc: answer)
         monkeypatch.setattr(build_compiled, "BUILD_RECORD", tmp_path / "build.json")
         build_compiled.build(tmp_path, profile=profile)
         assert compiles == [flags]
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: "/no/such/compiler")
-    assert build_compiled._profiling_compiler() is False
+    assert build_compiled._compiler_is_gcc() is False
     monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: "gcc")
     monkeypatch.setenv("CC", "/no/such/compiler")  # setuptools compiles with $CC when it is set
-    assert build_compiled._profiling_compiler() is False
+    assert build_compiled._compiler_is_gcc() is False
     monkeypatch.delenv("CC")
     monkeypatch.setattr(build_compiled.sysconfig, "get_config_var", lambda _name: sys.executable)  # not GCC
-    assert build_compiled._profiling_compiler() is False
+    assert build_compiled._compiler_is_gcc() is False
 
 
 @needs_build

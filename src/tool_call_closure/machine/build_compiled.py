@@ -434,7 +434,7 @@ the code computes.  On the settle loop (cachegrind, docs/performance.md, eighth 
 2.7 % fewer instruction-cache misses and a quarter fewer mispredicted indirect branches."""
 
 
-def _profiling_compiler() -> bool:
+def _compiler_is_gcc() -> bool:
     """Whether the C compiler setuptools uses is GCC, whose ``-fprofile-generate``/``-fprofile-use`` and
     :data:`GCC_FLAGS` the build uses."""
     compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()  # as setuptools picks it
@@ -493,7 +493,7 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False, profil
         pure_context = context.read_text(encoding="utf-8")
         context.write_text(compiled_run_import(pure_context), encoding="utf-8")
         (root / "setup.py").write_text(_SETUP.format(group=_GROUP, opt=opt_level), encoding="utf-8")
-        gcc = _profiling_compiler()
+        gcc = _compiler_is_gcc()
         flags = GCC_FLAGS if gcc else ""
         if profile and gcc:
             counts = root / "profile"
