@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,73 @@ def test_D22_the_notes_in_a_payload_read_the_same_in_every_language() -> None:
     folder = Path(__file__).resolve().parents[1] / "spec" / "vectors"
     spelled = [path.name for path in sorted(folder.rglob("*.json")) if python_spelling.search(path.read_text())]
     assert spelled == []
+
+
+# --------------------------------------------------------------------------- the Python options, checked in one place
+
+
+def _sealed_closure() -> tuple[ToolCallClosure, Snapshot]:
+    closure = ToolCallClosure()
+    handle = closure.begin([{"id": "a", "name": "chart"}]).handle
+    closure.succeed(handle, "a", "done")
+    snapshot = closure.seal(handle)
+    assert isinstance(snapshot, Snapshot)
+    return closure, snapshot
+
+
+@pytest.mark.parametrize(
+    ("method", "option", "value", "message"),
+    [
+        (
+            "to_gemini_function_responses",
+            "family",
+            "gemini-1.5",
+            "family must be one of gemini-2, gemini-3, got 'gemini-1.5'",
+        ),
+        ("to_gemini_function_responses", "family", "g" * 41, "family must be one of gemini-2, gemini-3, got str"),
+        ("to_bedrock_tool_results", "media", "no", "media must be True or False, got 'no'"),
+        ("to_bedrock_tool_results", "media", 0, "media must be True or False, got int"),
+    ],
+)
+def test_D22_a_bad_python_export_option_names_its_value_and_changes_nothing(
+    method: str, option: str, value: object, message: str
+) -> None:
+    closure, snapshot = _sealed_closure()
+    before = to_json(closure.snapshot())
+    with pytest.raises(UsageError) as info:
+        getattr(closure, method)(snapshot, **{option: value})
+    assert (info.value.code, str(info.value)) == ("export_option", message)
+    assert to_json(closure.snapshot()) == before
+
+
+def test_D22_the_providers_preflights_and_renderers_refuse_a_bad_option_too() -> None:
+    """``media="no"`` is not ``True``, and a misspelt family is not Gemini 3: each is refused where it is passed.
+
+    Before, the preflights read ``media`` by truthiness and treated any family
+    but ``"gemini-2"`` as Gemini 3, and the renderers checked neither when no
+    result was made of parts: the wrong family's rules were applied without a word.
+    """
+    from tool_call_closure.providers import bedrock, gemini
+
+    closure, snapshot = _sealed_closure()
+    rows: list[Any] = []  # no row is needed: the option is checked first
+    contents = [
+        {"role": "model", "parts": [{"function_call": {"name": "chart", "args": {}}}]},
+        {"role": "user", "parts": closure.to_gemini_function_responses(snapshot)},
+    ]
+    gemini.check_contents(contents, family="gemini-2")  # the good families still pass
+    messages = [
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "a", "name": "chart", "input": {}}}]},
+        {"role": "user", "content": closure.to_bedrock_tool_results(snapshot)},
+    ]
+    bedrock.check_messages(messages, media=False)
+    refusals: list[tuple[Callable[[], object], str]] = [
+        (lambda: gemini.check_contents(contents, family="gemini-1.5"), "family"),  # type: ignore[arg-type]
+        (lambda: gemini.render_records(rows, family="Gemini-3"), "family"),  # type: ignore[arg-type]
+        (lambda: bedrock.check_messages(messages, media="no"), "media"),  # type: ignore[arg-type]
+        (lambda: bedrock.render_records(rows, media=1), "media"),  # type: ignore[arg-type]
+    ]
+    for refused, option in refusals:
+        with pytest.raises(UsageError, match=f"^{option} must be") as info:
+            refused()
+        assert info.value.code == "export_option"

@@ -61,7 +61,7 @@ from tool_call_closure.machine.interpreter import MACHINE, Machine
 from tool_call_closure.machine.reading import MAX_SAFE_INTEGER
 from tool_call_closure.machine.table import TABLE
 from tool_call_closure.providers import RENDERERS
-from tool_call_closure.providers.parts_render import GEMINI_FAMILIES, GeminiFamily
+from tool_call_closure.providers.parts_render import GeminiFamily, bedrock_media, gemini_family
 from tool_call_closure.providers.sdk_types import (
     AnthropicToolResultBlockParam,
     BedrockContentBlock,
@@ -466,10 +466,10 @@ class ToolCallClosure:
         response's ``parts`` for ``family="gemini-3"``; ``family="gemini-2"``
         (no media in a function response) writes a note for each instead.
         """
-        if family not in GEMINI_FAMILIES:
-            raise UsageError(f"family must be one of {', '.join(GEMINI_FAMILIES)}", code="export_option")
         renderer = (
-            None if family == "gemini-3" else functools.partial(cast(Any, self._exporters[_GEMINI]), family=family)
+            None
+            if gemini_family(family) == "gemini-3"
+            else functools.partial(cast(Any, self._exporters[_GEMINI]), family=family)
         )
         payload: list[GeminiPart] = self._export(_GEMINI, snapshot, renderer)
         return payload
@@ -483,9 +483,9 @@ class ToolCallClosure:
         ``document`` blocks; ``media=False``, for a model that refuses media in
         a tool result, writes a note for each image and PDF instead.
         """
-        if type(media) is not bool:
-            raise UsageError("media must be True or False", code="export_option")
-        renderer = None if media else functools.partial(cast(Any, self._exporters[_BEDROCK]), media=False)
+        renderer = (
+            None if bedrock_media(media) else functools.partial(cast(Any, self._exporters[_BEDROCK]), media=False)
+        )
         payload: list[BedrockContentBlock] = self._export(_BEDROCK, snapshot, renderer)
         return payload
 

@@ -51,7 +51,12 @@ from typing import Any, Final, NamedTuple
 
 from tool_call_closure.providers.arguments import make_call, parsed_arguments, text_arguments
 from tool_call_closure.providers.calls import Ingested, ProviderRuleError, SkippedItem, ToolCall
-from tool_call_closure.providers.parts_render import BEDROCK_NO_MEDIA, bedrock_content, bedrock_media_kind
+from tool_call_closure.providers.parts_render import (
+    BEDROCK_NO_MEDIA,
+    bedrock_content,
+    bedrock_media,
+    bedrock_media_kind,
+)
 from tool_call_closure.providers.reading import (
     described,
     field,
@@ -337,6 +342,7 @@ def render_records(
     ``document`` blocks (:mod:`.parts_render`); ``media=False`` (a model that
     refuses media in a tool result) writes a note for each image and PDF instead.
     """
+    media = bedrock_media(media)
     payload: list[dict[str, Any]] = []
     for call_id, _name, state, result in export_rows(calls, memo):  # rendered once per snapshot (ADP-5)
         content = [{"text": result}] if isinstance(result, str) else bedrock_content(result, media=media)
@@ -399,6 +405,7 @@ def check_messages(messages: Sequence[Any], *, media: bool = True) -> None:
     ``media=False`` (a model that refuses media in a tool result) also refuses
     an ``image`` or ``document`` block in a ``toolResult``, saying why (D22).
     """
+    media = bedrock_media(media)
     refuse_foreign_turns(messages, "bedrock", "bedrock.check_messages", "messages")
     listed = items(messages, "bedrock.check_messages")
     uses: list[str] = []

@@ -70,6 +70,7 @@ from tool_call_closure.providers.parts_render import (
     GEMINI_2_PARTS,
     GEMINI_2_SIBLING_MEDIA,
     GeminiFamily,
+    gemini_family,
     gemini_response,
 )
 from tool_call_closure.providers.reading import (
@@ -282,6 +283,7 @@ def render_records(
     alone: its value) and, for ``family="gemini-3"``, the media go in the
     function response's ``parts`` (:mod:`.parts_render`).
     """
+    family = gemini_family(family)
     payload: list[dict[str, Any]] = []
     for call_id, name, _state, settlement in calls:
         if settlement is None:
@@ -358,6 +360,7 @@ def check_contents(contents: Sequence[Any], *, family: GeminiFamily = "gemini-3"
     function responses (Gemini 2.x counts them as response parts, and its
     count check fails), saying why (D22).
     """
+    family = gemini_family(family)
     refuse_foreign_turns(contents, "gemini", "gemini.check_contents", "contents")
     listed = items(contents, "gemini.check_contents")
     for index, content in enumerate(listed):

@@ -76,10 +76,12 @@ __all__ = [
     "GeminiFamily",
     "anthropic_content",
     "bedrock_content",
+    "bedrock_media",
     "chat_media_message",
     "chat_text",
     "content_fallbacks",
     "data_url",
+    "gemini_family",
     "gemini_response",
     "responses_output",
 ]
@@ -114,6 +116,37 @@ class ContentFallback:
     kind: str
     media_type: str
     why: str
+
+
+def gemini_family(family: object) -> GeminiFamily:
+    """``family`` when it names a Gemini family (:data:`GEMINI_FAMILIES`); else :class:`.UsageError` ``export_option``.
+
+    The one check of the option, made by every public function that takes it
+    (the closure's export, the renderer, the preflight): a misspelt family
+    must not be checked against another family's rules without a word.
+    """
+    if type(family) is str and family in GEMINI_FAMILIES:
+        return "gemini-2" if family == "gemini-2" else "gemini-3"
+    raise UsageError(
+        f"family must be one of {', '.join(GEMINI_FAMILIES)}, got {_option_shown(family)}", code="export_option"
+    )
+
+
+def bedrock_media(media: object) -> bool:
+    """``media`` when it is ``True`` or ``False``; else :class:`.UsageError` ``export_option``.
+
+    Not truthiness: ``media="no"`` would otherwise mean ``True``.
+    """
+    if type(media) is bool:
+        return media
+    raise UsageError(f"media must be True or False, got {_option_shown(media)}", code="export_option")
+
+
+def _option_shown(value: object) -> str:
+    """A refused option's value for its message: a short text as itself, anything else by its type (bounded)."""
+    if type(value) is str and len(value) <= 40:
+        return repr(value)
+    return type(value).__name__
 
 
 def data_url(media_type: str, data: bytes) -> str:
@@ -290,9 +323,10 @@ def _gemini_part(part: ImagePart | FilePart) -> dict[str, Any]:
 
 
 def gemini_response(content: ToolContent, family: GeminiFamily = "gemini-3") -> tuple[Any, list[dict[str, Any]]]:
-    """``(response output, function_response.parts)``: one JSON part alone is its value; else the joined text."""
-    if family not in GEMINI_FAMILIES:
-        raise UsageError(f"family must be one of {', '.join(GEMINI_FAMILIES)}, not {family!r}", code="export_option")
+    """``(response output, function_response.parts)``: one JSON part alone is its value; else the joined text.
+
+    ``family`` is one :func:`gemini_family` has checked.
+    """
     parts: list[dict[str, Any]] = []
     texts: list[str] = []
     for part in content.parts:
