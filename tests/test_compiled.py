@@ -456,11 +456,43 @@ def test_a_build_whose_profile_run_fails_stops_and_leaves_the_installed_build_al
     monkeypatch.setattr(build_compiled, "_compiler_is_gcc", lambda: True)
     installed = tmp_path / "native.so"
     installed.write_bytes(b"the installed build")
-    with pytest.raises(SystemExit, match=r"(?s)the profile run failed.*is not a compiled extension"):
+    with pytest.raises(
+        SystemExit, match=r"(?s)the profile run failed.*TCC_MACHINE=compiled: the compiled build is not"
+    ):
         build_compiled.build(tmp_path, profile=True)
     assert len(compiles) == 1
     assert compiles[0].startswith(f"{build_compiled.GCC_FLAGS} -fprofile-generate=")
     assert installed.read_bytes() == b"the installed build"
+
+
+@pytest.mark.parametrize("wheel", [False, True], ids=["checkout", "wheel"])
+def test_the_profile_run_trains_a_copy_of_the_package_as_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, wheel: bool
+) -> None:
+    """The profile run loads the instrumented extensions from a copy of the package as it is installed, with their
+    record and the table: a checkout's ``spec/`` linked in, or the ``_spec/`` a wheel's package already has (which a
+    link over it would break).  The profile run here checks that layout from inside the fresh interpreter."""
+    package = tmp_path / "installed"
+    (package / "_compiled").mkdir(parents=True)
+    if wheel:
+        (package / "_spec").mkdir()
+    instrumented = tmp_path / "instrumented"
+    instrumented.mkdir()
+    (instrumented / "native.so").write_bytes(b"an instrumented extension")
+    monkeypatch.setattr(build_compiled, "PACKAGE_ROOT", package)
+    layout = (
+        "from pathlib import Path\n"
+        "package = Path('tool_call_closure')\n"
+        "assert (package / '_compiled' / 'native.so').read_bytes() == b'an instrumented extension'\n"
+        "assert json.loads((package / '_compiled' / 'build.json').read_text())['sources'] == {'m': 'digest'}\n"
+        f"assert (package / '_spec').is_symlink() is {not wheel}\n"
+    )
+    monkeypatch.setattr(build_compiled, "TRAINING", "import json\n" + layout)
+    build_compiled._train(tmp_path / "trainee", instrumented, {"m": "digest"})
+    assert not (package / "_compiled" / "native.so").exists()  # the package itself is left alone
+    monkeypatch.setattr(build_compiled, "TRAINING", "raise SystemExit('the layout is not the installed one')")
+    with pytest.raises(SystemExit, match=r"(?s)the profile run failed:.*not the installed one"):
+        build_compiled._train(tmp_path / "again", instrumented, {"m": "digest"})
 
 
 def test_without_gcc_or_without_a_profile_the_build_compiles_once_with_no_profile_flags(

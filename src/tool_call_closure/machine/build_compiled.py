@@ -468,6 +468,30 @@ def _record(digests: dict[str, str]) -> str:
     return json.dumps(record, indent=2) + "\n"
 
 
+def _train(trainee: Path, instrumented: Path, digests: dict[str, str]) -> None:
+    """Run :data:`TRAINING` on the ``instrumented`` extensions, in a fresh interpreter, from a package as installed.
+
+    The package is copied into ``trainee`` as it is (the pure contexts: the
+    machine checks its sources), the instrumented extensions beside its
+    ``_compiled/__init__.py`` with their record, the table beside it.  The
+    counts go where ``-fprofile-generate`` named, by the objects' paths,
+    wherever the extensions are loaded from; the compiler's tree is left as it was.
+    """
+    package = trainee / "tool_call_closure"
+    shutil.copytree(PACKAGE_ROOT, package, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "build.json"))
+    for extension in [*instrumented.glob("*.so"), *instrumented.glob("*.pyd")]:
+        shutil.copy2(extension, package / "_compiled" / extension.name)
+    (package / "_compiled" / BUILD_RECORD.name).write_text(_record(digests), encoding="utf-8")
+    if not (package / "_spec").exists():  # a source checkout: the table is in spec/, outside the package
+        (package / "_spec").symlink_to(spec_path("machine.json").parent, target_is_directory=True)
+    environment = {**os.environ, "PYTHONPATH": str(trainee), SWITCH: "compiled"}  # refuses any other build
+    trained = subprocess.run(
+        [sys.executable, "-c", TRAINING], cwd=trainee, env=environment, capture_output=True, text=True, check=False
+    )
+    if trained.returncode != 0:
+        raise SystemExit(f"the profile run failed:\n{trained.stderr}")
+
+
 def build(destination: Path, opt_level: str = "3", verbose: bool = False, profile: bool = True) -> dict[str, str]:
     """Compile the copies into ``destination`` (the ``_compiled`` folder); return the digests recorded.
 
@@ -490,24 +514,14 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False, profil
             path.write_text(compiled_copy(relative), encoding="utf-8")
             paths.append(str(path.relative_to(root)))
         context = tree / "machine" / "context.py"
-        pure_context = context.read_text(encoding="utf-8")
-        context.write_text(compiled_run_import(pure_context), encoding="utf-8")
+        context.write_text(compiled_run_import(context.read_text(encoding="utf-8")), encoding="utf-8")
         (root / "setup.py").write_text(_SETUP.format(group=_GROUP, opt=opt_level), encoding="utf-8")
         gcc = _compiler_is_gcc()
         flags = GCC_FLAGS if gcc else ""
         if profile and gcc:
             counts = root / "profile"
             _compile(root, paths, f"{flags} -fprofile-generate={counts}", verbose)
-            (tree / "_compiled" / BUILD_RECORD.name).write_text(_record(digests), encoding="utf-8")
-            (tree / "_spec").symlink_to(spec_path("machine.json").parent, target_is_directory=True)  # the table
-            environment = {**os.environ, "PYTHONPATH": str(root), SWITCH: "compiled"}  # refuses any other build
-            context.write_text(pure_context, encoding="utf-8")  # as installed (the machine checks its sources)
-            trained = subprocess.run(
-                [sys.executable, "-c", TRAINING], cwd=root, env=environment, capture_output=True, text=True, check=False
-            )
-            context.write_text(compiled_run_import(pure_context), encoding="utf-8")
-            if trained.returncode != 0:
-                raise SystemExit(f"the profile run failed:\n{trained.stderr}")
+            _train(root / "trainee", tree / "_compiled", digests)
             _compile(root, paths, f"{flags} -fprofile-use={counts} -fprofile-correction -Wno-missing-profile", verbose)
         else:
             if profile:
