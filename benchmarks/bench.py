@@ -17,7 +17,8 @@ and the original (when Node and the original are found: ``$TCC_JS``, else
 ``../shared/seed/…`` beside the checkout) are measured in the same run, and
 their repetitions *alternate* (reference, original, reference, …) so a noisy
 neighbour hits both alike.  Each figure is reported as the median of the
-repetitions with their spread (min–max); a ratio is the ratio of medians.
+repetitions with their spread (min–max); a ratio is the ratio of medians,
+given with its 90 % bootstrap interval (:func:`ratio_interval`).
 
 Beyond the workload it measures: the cost of one ``settle`` at N = 10 and at
 N = 1000 (the succeed calls alone, without the ``begin``); ``snapshot()``,
@@ -47,6 +48,7 @@ import gc
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import statistics
@@ -63,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_baseline, besi
 
 from tool_call_closure.cli.outputs import output_problem
 
-__all__ = ["Budget", "NodeWorkloadError", "bench_arguments", "run_bench", "run_suite"]
+__all__ = ["Budget", "NodeWorkloadError", "bench_arguments", "ratio_interval", "run_bench", "run_suite"]
 
 SIZES: Final = (10, 100, 1000)
 NODE_WORKLOAD: Final = Path(__file__).resolve().parent / "bench_workload.cjs"
@@ -344,6 +346,26 @@ def _node_error(stderr: str) -> str:
 # --------------------------------------------------------------------------- the suite
 
 
+def ratio_interval(
+    numerator: Sequence[float], denominator: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """The 90 % bootstrap interval of ``median(numerator) / median(denominator)``: (5th, 95th percentile).
+
+    Each resample draws as many samples as each side has, with replacement,
+    from that side (a seeded generator: the same samples give the same
+    interval).  On a machine whose speed drifts by a quarter between two
+    repetitions, one ratio of medians cannot say by itself whether a threshold
+    a few per cent away is met; the interval says how far the repetitions
+    of this run would let it move.
+    """
+    draw = random.Random(seed).choices
+    ratios = sorted(
+        statistics.median(draw(numerator, k=len(numerator))) / statistics.median(draw(denominator, k=len(denominator)))
+        for _ in range(resamples)
+    )
+    return ratios[int(0.05 * (resamples - 1))], ratios[int(0.95 * (resamples - 1))]
+
+
 def _summary(samples: Sequence[float]) -> dict[str, Any]:
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "samples": list(samples)}
 
@@ -403,6 +425,7 @@ def run_suite(
             medians = {name: statistics.median(samples[name]) for name in who}
             if original is not None:
                 entry[kind]["ratio"] = medians["reference"] / medians["original"]
+                entry[kind]["ratio_interval"] = ratio_interval(samples["reference"], samples["original"])
                 entry[kind]["baseline_ratio"] = medians["baseline"] / medians["original"]
         # seconds per round in each operation, median over the repetitions
         entry["phases"] = {
@@ -448,13 +471,18 @@ def render_text(results: dict[str, Any]) -> str:
     lines: list[str] = []
     for kind, title in (("lifecycle", "lifecycle"), ("settle_loop", "settle loop")):
         lines += [
-            f"| N | {title} calls/s: reference | original | baseline | reference / original | baseline / original |",
+            f"| N | {title} calls/s: reference | original | baseline "
+            "| reference / original (90 % interval) | baseline / original |",
             "|---|---|---|---|---|---|",
         ]
         for n, entry in results["workload"].items():
             figures = entry[kind]
             cells = [n] + [_spread(figures[name]) if name in figures else "–" for name in WHO]
-            cells += [f"{figures[key]:.2f}" if key in figures else "–" for key in ("ratio", "baseline_ratio")]
+            if "ratio" in figures:
+                low, high = figures["ratio_interval"]
+                cells += [f"{figures['ratio']:.2f} ({low:.2f}–{high:.2f})", f"{figures['baseline_ratio']:.2f}"]
+            else:
+                cells += ["–", "–"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines += [

@@ -37,6 +37,8 @@ def test_the_quick_bench_writes_every_figure(tmp_path: Path) -> None:
             assert len(baseline["samples"]) == QUICK.repeats
             if locate_node_original() is not None:  # the original runs in the same run, and the ratios are given
                 assert entry[kind]["ratio"] == reference["median"] / entry[kind]["original"]["median"]
+                low, high = entry[kind]["ratio_interval"]
+                assert (low, high) == bench.ratio_interval(reference["samples"], entry[kind]["original"]["samples"])
                 assert entry[kind]["baseline_ratio"] == baseline["median"] / entry[kind]["original"]["median"]
         for name, phases in entry["phases"].items():  # the profile of a round: every operation, for every subject
             assert set(phases) == {"begin", "succeed", "close", *EXPORTS}, name
@@ -227,3 +229,16 @@ def test_the_cache_loop_runs_the_settle_loop_on_either_subject_and_refuses_other
         assert cache_loop.main(["reference", "-3", "2"]) == 2
         assert cache_loop.main(["reference"]) == 2
     assert errors.getvalue().count("usage: python benchmarks/cache_loop.py") == 3
+
+
+def test_the_ratio_interval_is_the_bootstrap_of_the_ratio_of_medians() -> None:
+    """What the interval means, on samples whose answer is known: no spread gives the ratio itself; a spread gives an
+    interval around the ratio of medians that more repetitions of the same spread narrow; the seed fixes it."""
+    assert bench.ratio_interval([3.0] * 5, [2.0] * 7) == (1.5, 1.5)
+    spread = [0.8, 0.9, 1.0, 1.1, 1.2]
+    low, high = bench.ratio_interval([2 * x for x in spread], spread)
+    assert low < 2.0 < high
+    more_low, more_high = bench.ratio_interval([2 * x for x in spread * 6], spread * 6)
+    assert low < more_low < 2.0 < more_high < high
+    assert bench.ratio_interval(spread, spread[::-1]) == bench.ratio_interval(spread, spread[::-1])
+    assert bench.ratio_interval([1.0, 9.0, 9.0], [1.0, 1.0, 1.0], seed=1) == (1.0, 9.0)
