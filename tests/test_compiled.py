@@ -465,6 +465,21 @@ def test_a_build_whose_profile_run_fails_stops_and_leaves_the_installed_build_al
     assert installed.read_bytes() == b"the installed build"
 
 
+def test_a_profile_run_that_writes_no_counts_stops_the_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The second compile passes ``-Wno-missing-profile`` (a function the profile run never entered has no counts), so
+    a profile run that wrote no counts at all would give an unprofiled build without a word: the build stops."""
+    compiles: list[str] = []
+    monkeypatch.setattr(build_compiled, "_compile", lambda _root, _paths, cflags, _verbose: compiles.append(cflags))
+    monkeypatch.setattr(build_compiled, "_compiler_is_gcc", lambda: True)
+    monkeypatch.setattr(build_compiled, "_train", lambda _trainee, _instrumented, _digests: None)
+    installed = tmp_path / "native.so"
+    installed.write_bytes(b"the installed build")
+    with pytest.raises(SystemExit, match="the profile run wrote no counts"):
+        build_compiled.build(tmp_path, profile=True)
+    assert len(compiles) == 1
+    assert installed.read_bytes() == b"the installed build"
+
+
 @pytest.mark.parametrize("wheel", [False, True], ids=["checkout", "wheel"])
 def test_the_profile_run_trains_a_copy_of_the_package_as_installed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, wheel: bool

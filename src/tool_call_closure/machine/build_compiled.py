@@ -522,6 +522,8 @@ def build(destination: Path, opt_level: str = "3", verbose: bool = False, profil
             counts = root / "profile"
             _compile(root, paths, f"{flags} -fprofile-generate={counts}", verbose)
             _train(root / "trainee", tree / "_compiled", digests)
+            if not any(counts.rglob("*.gcda")):  # the second compile would then be unprofiled, silently
+                raise SystemExit(f"the profile run wrote no counts into {counts}: the build is not profile-guided")
             _compile(root, paths, f"{flags} -fprofile-use={counts} -fprofile-correction -Wno-missing-profile", verbose)
         else:
             if profile:
