@@ -114,26 +114,51 @@ PHASES: Final = ("begin", "succeed", "close", *EXPORTS)
 WHO: Final = ("reference", "original", "baseline")  # the order of the tables' columns
 
 
+def settle_round(c: Any, calls: list[dict[str, str]], n: int) -> None:
+    """One settle-loop round on ``c``: begin the N calls, succeed each once with "ok"."""
+    handle = c.begin(calls).handle
+    for i in range(n):
+        c.succeed(handle, f"call_{i}", "ok")
+
+
+def lifecycle_round(c: Any, calls: list[dict[str, str]], n: int) -> None:
+    """One lifecycle round on ``c`` (ids built in the loop, as the Node script does)."""
+    handle = c.begin(calls).handle
+    for i in range(n):
+        if i % 10:
+            c.succeed(handle, f"call_{i}", {"i": i, "ok": True, "text": "x" * 64})
+    s = c.close(handle, CLOSE_REASON)
+    c.to_openai_chat_completions(s)
+    c.to_openai_responses(s)
+    c.to_anthropic_tool_results(s)
+
+
+ROUNDS: Final = {"settle": settle_round, "lifecycle": lifecycle_round}
+
+
+def timed_rounds(kind: str, c: Any, calls: list[dict[str, str]], n: int, seconds: float) -> float:
+    """Calls per second of whole ``kind`` rounds (a key of :data:`ROUNDS`) on ``c``, run for at least ``seconds``."""
+    one_round = ROUNDS[kind]
+    clock = time.perf_counter
+    done = 0
+    started = clock()
+    while True:
+        one_round(c, calls, n)
+        done += n
+        elapsed = clock() - started
+        if elapsed >= seconds:
+            return done / elapsed
+
+
 def lifecycle_rate(n: int, rounds: int, warmup: int, subject: str = "reference") -> float:
-    """Calls per second of the lifecycle workload (ids built in the loop, as the Node script does)."""
+    """Calls per second of the lifecycle workload: ``rounds`` timed rounds after ``warmup`` untimed ones."""
     calls = _calls(n)
     c = SUBJECTS[subject](n)
-
-    def one_round() -> None:
-        handle = c.begin(calls).handle
-        for i in range(n):
-            if i % 10:
-                c.succeed(handle, f"call_{i}", {"i": i, "ok": True, "text": "x" * 64})
-        s = c.close(handle, CLOSE_REASON)
-        c.to_openai_chat_completions(s)
-        c.to_openai_responses(s)
-        c.to_anthropic_tool_results(s)
-
     for _ in range(warmup):
-        one_round()
+        lifecycle_round(c, calls, n)
     started = time.perf_counter()
     for _ in range(rounds):
-        one_round()
+        lifecycle_round(c, calls, n)
     return rounds * n / (time.perf_counter() - started)
 
 
@@ -174,17 +199,7 @@ def lifecycle_phases(n: int, rounds: int, warmup: int, subject: str = "reference
 
 def settle_loop_rate(n: int, seconds: float, subject: str = "reference") -> float:
     """Calls per second of the settle loop: begin the same N calls, succeed each once with "ok"."""
-    calls = _calls(n)
-    c = SUBJECTS[subject](n)
-    settles = 0
-    clock = time.perf_counter
-    started = clock()
-    while clock() - started < seconds:
-        handle = c.begin(calls).handle
-        for i in range(n):
-            c.succeed(handle, f"call_{i}", "ok")
-            settles += 1
-    return settles / (clock() - started)
+    return timed_rounds("settle", SUBJECTS[subject](n), _calls(n), n, seconds)
 
 
 def settle_cost(n: int, seconds: float) -> float:

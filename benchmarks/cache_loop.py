@@ -41,9 +41,7 @@ def main(argv: list[str]) -> int:
     closure = bench.SUBJECTS[subject](n)
     calls = bench._calls(n)
     for _ in range(rounds):
-        handle = closure.begin(calls).handle
-        for i in range(n):
-            closure.succeed(handle, f"call_{i}", "ok")
+        bench.settle_round(closure, calls, n)
     return 0
 
 

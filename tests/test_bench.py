@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import shutil
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -242,3 +244,81 @@ def test_the_ratio_interval_is_the_bootstrap_of_the_ratio_of_medians() -> None:
     assert low < more_low < 2.0 < more_high < high
     assert bench.ratio_interval(spread, spread[::-1]) == bench.ratio_interval(spread, spread[::-1])
     assert bench.ratio_interval([1.0, 9.0, 9.0], [1.0, 1.0, 1.0], seed=1) == (1.0, 9.0)
+
+
+def _interleaved() -> ModuleType:
+    """``benchmarks/interleaved.py`` as a module (it imports ``bench.py`` from its own folder)."""
+    spec = importlib.util.spec_from_file_location("tcc_interleaved", BENCHMARKS / "interleaved.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_interleaved_slices_rotate_the_subjects_and_leave_out_the_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round of slices gives every subject one turn, the first place rotating; the warm-up rounds are run and not
+    counted; the ratios are of the counted slices (a fake clock: each turn answers its subject's next number)."""
+    interleaved = _interleaved()
+    order: list[str] = []
+    answers = {"reference": iter(range(100, 200)), "baseline": iter(range(300, 400)), "original": iter(range(50, 150))}
+
+    def turn(kind: str, closure: str, calls: object, n: int, seconds: float) -> float:
+        assert (kind, n, seconds) == ("settle", 10, 0.5)
+        order.append(closure)
+        return float(next(answers[closure]))
+
+    class FakeNode:
+        def rate(self, kind: str, n: int, seconds: float) -> float:
+            order.append("original")
+            return float(next(answers["original"]))
+
+    monkeypatch.setattr(interleaved.bench, "timed_rounds", turn)
+    monkeypatch.setattr(
+        interleaved.bench, "SUBJECTS", {"reference": lambda _n: "reference", "baseline": lambda _n: "baseline"}
+    )
+    rates = interleaved.measure("settle", 10, 3, 0.5, 1, FakeNode())
+    assert order == [
+        *("reference", "original", "baseline"),  # the warm-up round
+        *("original", "baseline", "reference"),
+        *("baseline", "reference", "original"),
+        *("reference", "original", "baseline"),
+    ]
+    assert rates == {"reference": [101, 102, 103], "original": [51, 52, 53], "baseline": [301, 302, 303]}
+    figures = interleaved._figures(rates)
+    assert figures["reference_ratio"] == 102 / 52
+    assert figures["reference_paired_ratio"] == 102 / 52
+    assert figures["baseline_ratio_interval"] == bench.ratio_interval(rates["baseline"], rates["original"])
+
+
+@pytest.mark.slow  # runs the benchmark (tiny slices): benchmarks are their own command
+def test_the_interleaved_run_measures_every_subject_and_ends_node(tmp_path: Path) -> None:
+    interleaved = _interleaved()
+    out = tmp_path / "interleaved.json"
+    with redirect_stdout(io.StringIO()) as printed, redirect_stderr(io.StringIO()):
+        assert (
+            interleaved.main(
+                ["--slices", "3", "--slice-seconds", "0.01", "--warmup", "1", "--sizes", "10", "--out", str(out)]
+            )
+            == 0
+        )
+    results = json.loads(out.read_text(encoding="utf-8"))
+    node = locate_node_original() is not None
+    for kind in ("settle", "lifecycle"):
+        figures = results["workload"][kind]["10"]
+        assert len(figures["reference"]["samples"]) == len(figures["baseline"]["samples"]) == 3
+        if node:
+            assert figures["reference_ratio"] == figures["reference"]["median"] / figures["original"]["median"]
+    assert "| N | settle calls/s (median slice)" in printed.getvalue()
+    broken = interleaved.NodeSlices(shutil.which("node") or "node", tmp_path / "no-such-original.cjs")
+    with pytest.raises(interleaved.bench.NodeWorkloadError, match=r"did not answer a slice.*Cannot find module"):
+        broken.rate("settle", 10, 0.01)
+
+
+def test_the_interleaved_command_refuses_bad_options_in_one_line() -> None:
+    interleaved = _interleaved()
+    for argv in (["--sizes", "ten"], ["--slices", "0"], ["--slice-seconds", "0"]):
+        with redirect_stderr(io.StringIO()) as errors, pytest.raises(SystemExit) as info:
+            interleaved.main(argv)
+        assert info.value.code == 2
+        assert "Traceback" not in errors.getvalue()
