@@ -19,6 +19,17 @@
 //   runs whole settle-loop or lifecycle rounds of that N for at least SECONDS on the closure it keeps for that
 //   kind and N, and answers one JSON line {calls, seconds}; exits when its input ends.
 'use strict';
+// One round of each workload on closure c with the announced calls batch (N = n): both modes run these.
+function lifecycleRound(c, batch, n) {
+  const { handle } = c.begin(batch);
+  for (let i = 0; i < n; i++) if (i % 10) c.succeed(handle, `call_${i}`, { i, ok: true, text: 'x'.repeat(64) });
+  const s = c.close(handle, { status: 'cancelled', code: 'timeout', message: 'deadline' });
+  c.toOpenAIChatCompletions(s); c.toOpenAIResponses(s); c.toAnthropicToolResults(s);
+}
+function settleRound(c, batch, n) {
+  const { handle } = c.begin(batch);
+  for (let i = 0; i < n; i++) c.succeed(handle, `call_${i}`, 'ok');
+}
 function serve(index) {
   const { createToolCallClosure } = require(index);
   const kept = new Map(); // kind/N -> [closure, calls]: one per kind and N, kept across slices
@@ -32,15 +43,9 @@ function serve(index) {
     const [c, batch] = kept.get(key);
     let done = 0;
     const t = process.hrtime.bigint();
+    const oneRound = kind === 'settle' ? settleRound : lifecycleRound;
     do {
-      const { handle } = c.begin(batch);
-      if (kind === 'settle') {
-        for (let i = 0; i < n; i++) c.succeed(handle, `call_${i}`, 'ok');
-      } else {
-        for (let i = 0; i < n; i++) if (i % 10) c.succeed(handle, `call_${i}`, { i, ok: true, text: 'x'.repeat(64) });
-        const s = c.close(handle, { status: 'cancelled', code: 'timeout', message: 'deadline' });
-        c.toOpenAIChatCompletions(s); c.toOpenAIResponses(s); c.toAnthropicToolResults(s);
-      }
+      oneRound(c, batch, n);
       done += n;
     } while (Number(process.hrtime.bigint() - t) < seconds * 1e9);
     console.log(JSON.stringify({ calls: done, seconds: Number(process.hrtime.bigint() - t) / 1e9 }));
@@ -54,22 +59,16 @@ function oneRun() {
   const N = Number(nArg), ROUNDS = Number(roundsArg), WARMUP = Number(warmupArg), SECONDS = Number(secondsArg);
   const PHASE_ROUNDS = Number(phaseRoundsArg || 0);
   const calls = Array.from({ length: N }, (_, i) => ({ id: `call_${i}`, name: `tool_${i % 7}` }));
-  function round(c) {
-    const { handle } = c.begin(calls);
-    for (let i = 0; i < N; i++) if (i % 10) c.succeed(handle, `call_${i}`, { i, ok: true, text: 'x'.repeat(64) });
-    const s = c.close(handle, { status: 'cancelled', code: 'timeout', message: 'deadline' });
-    c.toOpenAIChatCompletions(s); c.toOpenAIResponses(s); c.toAnthropicToolResults(s);
-  }
   const c = createToolCallClosure();
-  for (let i = 0; i < WARMUP; i++) round(c);
+  for (let i = 0; i < WARMUP; i++) lifecycleRound(c, calls, N);
   let t = process.hrtime.bigint();
-  for (let i = 0; i < ROUNDS; i++) round(c);
+  for (let i = 0; i < ROUNDS; i++) lifecycleRound(c, calls, N);
   const secs = Number(process.hrtime.bigint() - t) / 1e9;
   t = process.hrtime.bigint();
   let settles = 0;
   while (Number(process.hrtime.bigint() - t) < SECONDS * 1e9) {
-    const { handle } = c.begin(calls);
-    for (let i = 0; i < N; i++) { c.succeed(handle, `call_${i}`, 'ok'); settles++; }
+    settleRound(c, calls, N);
+    settles += N;
   }
   const s2 = Number(process.hrtime.bigint() - t) / 1e9;
   const result = { N, rounds_per_s: ROUNDS / secs, calls_per_s: (ROUNDS * N) / secs, settle_loop_calls_per_s: settles / s2 };
